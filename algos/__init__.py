@@ -1,0 +1,59 @@
+"""The algorithm registry: ``algos.names()``, ``algos.get(name)``.
+
+A new variant is one file that defines an ``Algorithm`` subclass and registers it
+with ``register`` (see the README, "Checking a new variant").
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from harness.config import ConfigError
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator (or call) adding an algorithm under ``cls.name``."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+_BUILTIN = ("reinforce", "trpo", "ppo_clip", "ppo_kl", "grpo", "rloo", "dapo")
+_SHARED = {"advantages", "losses", "base"}
+_loaded = False
+
+
+def _load_builtin() -> None:
+    """Import every module of this package once: built-ins register below, a variant
+    file (``algos/my_variant.py``) registers itself with ``@register``."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from algos.dapo import DAPO
+    from algos.grpo import GRPO
+    from algos.ppo_clip import PPOClip
+    from algos.ppo_kl import PPOKL
+    from algos.reinforce import Reinforce
+    from algos.rloo import RLOO
+    from algos.trpo import TRPO
+    for cls in (Reinforce, TRPO, PPOClip, PPOKL, GRPO, RLOO, DAPO):
+        _REGISTRY.setdefault(cls.name, cls)
+    for module in pkgutil.iter_modules(__path__):
+        if module.name not in _SHARED and module.name not in _BUILTIN:
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+def names() -> list[str]:
+    """The registered algorithm names."""
+    _load_builtin()
+    return list(_REGISTRY)
+
+
+def get(name: str) -> type:
+    """The algorithm class registered as ``name``; a ConfigError lists the valid names."""
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise ConfigError(f"unknown algorithm {name!r}; valid: {', '.join(_REGISTRY)}")
+    return _REGISTRY[name]

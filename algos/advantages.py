@@ -1,0 +1,118 @@
+"""Advantage estimators: pure functions of time-major tensors.
+
+Shapes: ``[T]`` or ``[T, N]`` (time first, then environment / sequence column).
+Every estimator is a plain function so a variant can swap one in without a new
+buffer class (the lesson of Stable-Baselines3's stateful ``RolloutBuffer``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+def gae(rewards: Tensor, values: Tensor, dones: Tensor, last_value: Tensor,
+        gamma: float, lam: float) -> tuple[Tensor, Tensor]:
+    """Generalised Advantage Estimation (Schulman et al. 2016, eq. 16).
+
+    ``rewards, values, dones``: ``[T]`` or ``[T, N]``; ``last_value``: ``[]`` or ``[N]``,
+    the value of the observation after the last step of each column.
+    ``dones[t] = 1`` where the episode ended at step ``t``: nothing is bootstrapped
+    across it. (A time-limit truncation is not an ending of the MDP; the harness
+    folds ``gamma * V(s_final)`` into that step's reward before calling this.)
+
+        delta_t = r_t + gamma * V(s_{t+1}) * (1 - d_t) - V(s_t)
+        A_t     = delta_t + gamma * lam * (1 - d_t) * A_{t+1}
+
+    Returns ``(advantages, returns)`` with ``returns = advantages + values``.
+    """
+    not_done = 1.0 - dones.to(values.dtype)
+    last_value = torch.as_tensor(last_value, dtype=values.dtype, device=values.device)
+    next_values = torch.cat([values[1:], last_value.expand_as(values[:1])], dim=0)
+    deltas = rewards + gamma * next_values * not_done - values
+    advantages = _discounted_cumsum(deltas, gamma * lam * not_done, torch.zeros_like(deltas[0]))
+    return advantages, advantages + values
+
+
+def discounted_returns(rewards: Tensor, dones: Tensor, last_value: Tensor, gamma: float) -> Tensor:
+    """Return-to-go ``G_t = r_t + gamma * (1 - d_t) * G_{t+1}``, with ``G_T = last_value``.
+
+    Shapes as in :func:`gae`. Pass ``last_value = 0`` for pure Monte-Carlo returns.
+    """
+    not_done = 1.0 - dones.to(rewards.dtype)
+    last_value = torch.as_tensor(last_value, dtype=rewards.dtype, device=rewards.device)
+    return _discounted_cumsum(rewards, gamma * not_done, last_value.expand_as(rewards[0]))
+
+
+def _discounted_cumsum(x: Tensor, discount: Tensor, tail: Tensor) -> Tensor:
+    """``y_t = x_t + discount_t * y_{t+1}`` with ``y_T = tail``, backwards over dim 0.
+
+    The recursion is sequential in time, vectorised over columns; it runs in NumPy
+    because a per-step loop of torch ops costs ~10x more in dispatch overhead.
+    """
+    x_np = x.detach().cpu().numpy()
+    d_np = discount.detach().cpu().numpy()
+    out = np.empty_like(x_np)
+    running = tail.detach().cpu().numpy().astype(x_np.dtype, copy=True)
+    for t in range(x_np.shape[0] - 1, -1, -1):
+        running = x_np[t] + d_np[t] * running
+        out[t] = running
+    return torch.from_numpy(out).to(x.device)
+
+
+def _group_index(groups: Tensor) -> tuple[Tensor, int]:
+    """Map arbitrary integer group ids to ``0..G-1`` (groups need not be contiguous)."""
+    unique, index = torch.unique(groups, return_inverse=True)
+    return index, unique.numel()
+
+
+def group_relative(scores: Tensor, groups: Tensor, scale: bool = True, eps: float = 1e-6) -> Tensor:
+    """GRPO's group-relative advantage (Shao et al. 2024, §4.1.2).
+
+    ``scores``: ``[M]``; ``groups``: ``[M]`` integer ids (any order).
+
+        A_i = (s_i - mean_g(s)) / (std_g(s) + eps)      (sample std, ddof = 1)
+
+    or ``s_i - mean_g(s)`` with ``scale=False`` (Dr. GRPO, Liu et al. 2025). A group whose
+    scores are all equal carries no signal and gets zeros (also when it has one member).
+    """
+    scores = scores.to(torch.float64)
+    index, num_groups = _group_index(groups)
+    count = torch.zeros(num_groups, dtype=scores.dtype).index_add_(0, index, torch.ones_like(scores))
+    mean = torch.zeros(num_groups, dtype=scores.dtype).index_add_(0, index, scores) / count
+    centred = scores - mean[index]
+    sq = torch.zeros(num_groups, dtype=scores.dtype).index_add_(0, index, centred ** 2)
+    std = torch.sqrt(sq / (count - 1).clamp(min=1))
+    group_min = torch.full((num_groups,), float("inf"), dtype=scores.dtype).scatter_reduce(0, index, scores, "amin")
+    group_max = torch.full((num_groups,), float("-inf"), dtype=scores.dtype).scatter_reduce(0, index, scores, "amax")
+    constant = (group_max == group_min)[index]
+    advantages = centred / (std[index] + eps) if scale else centred
+    return torch.where(constant, torch.zeros_like(advantages), advantages).to(torch.float32)
+
+
+def leave_one_out(scores: Tensor, groups: Tensor) -> Tensor:
+    """RLOO's advantage (Kool et al. 2019; Ahmadian et al. 2024).
+
+        A_i = s_i - (sum_g(s) - s_i) / (k - 1)
+
+    where ``k`` is the size of ``i``'s group. A group of one member has no baseline and
+    gets zero advantage.
+    """
+    scores = scores.to(torch.float64)
+    index, num_groups = _group_index(groups)
+    count = torch.zeros(num_groups, dtype=scores.dtype).index_add_(0, index, torch.ones_like(scores))
+    total = torch.zeros(num_groups, dtype=scores.dtype).index_add_(0, index, scores)
+    k = count[index]
+    baseline = (total[index] - scores) / (k - 1).clamp(min=1)
+    return torch.where(k > 1, scores - baseline, torch.zeros_like(scores)).to(torch.float32)
+
+
+def normalize(x: Tensor, mask: Tensor | None = None, eps: float = 1e-8) -> Tensor:
+    """Whiten ``x`` to zero mean and unit std over the valid entries (``mask == 1``)."""
+    if mask is None:
+        return (x - x.mean()) / (x.std() + eps)
+    m = mask.to(x.dtype)
+    n = m.sum()
+    mean = (x * m).sum() / n
+    var = (((x - mean) * m) ** 2).sum() / (n - 1).clamp(min=1)
+    return (x - mean) / (var.sqrt() + eps) * m

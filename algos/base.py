@@ -1,0 +1,199 @@
+"""The update procedures and bookkeeping shared by the algorithms.
+
+An algorithm file picks an advantage estimator (``advantages.py``), a policy objective
+(``losses.py``) and one of the update procedures here, and says nothing about suites.
+"""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Iterator
+
+import torch
+from torch import Tensor, nn
+
+from harness.batch import Batch
+from harness.config import ConfigError
+
+
+@dataclass
+class HorizonRollout:
+    """Fixed-horizon collection: ``num_envs`` environments x ``num_steps`` steps per batch."""
+    num_envs: int = 1          # PPO paper Table 3 (MuJoCo): one environment
+    num_steps: int = 2048      # PPO paper Table 3: horizon T = 2048
+    gamma: float = 0.99        # PPO paper Table 3
+
+
+@dataclass
+class GroupRollout:
+    """Group collection: ``num_groups`` groups of ``group_size`` episodes, each group from one state."""
+    group_size: int = 8        # GRPO's G; the DeepSeekMath paper used 64 on language, 8 keeps MuJoCo batches small
+    num_groups: int = 2
+    gamma: float = 0.99        # only used where a return is discounted
+
+
+def check_choice(name: str, value: Any, choices: tuple) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name}={value!r} is not valid; valid: {', '.join(map(str, choices))}")
+
+
+def check_positive(cfg: Any, *names: str) -> None:
+    for name in names:
+        value = getattr(cfg, name)
+        if value is not None and value <= 0:
+            raise ConfigError(f"{name}={value} must be positive")
+
+
+class Metrics:
+    """Running means of detached scalar tensors; one host sync when read."""
+
+    def __init__(self):
+        self._sums: dict[str, Tensor] = {}
+        self._counts: dict[str, int] = {}
+
+    def add(self, **values: Tensor | float) -> None:
+        for key, value in values.items():
+            value = value.detach() if isinstance(value, Tensor) else torch.tensor(float(value))
+            self._sums[key] = self._sums.get(key, 0.0) + value
+            self._counts[key] = self._counts.get(key, 0) + 1
+
+    def means(self) -> dict[str, float]:
+        return {k: float(v) / self._counts[k] for k, v in self._sums.items()}
+
+
+class Algorithm(ABC):
+    """Base class: holds the agent, an optimiser and the minibatch machinery."""
+
+    name: ClassVar[str]
+    Config: ClassVar[type]
+    rollout: ClassVar[str]                 # "horizon" or "groups"
+    uses_critic: ClassVar[bool] = False
+    uses_reference: ClassVar[bool] = False
+
+    def __init__(self, agent: nn.Module, cfg: Any, total_updates: int, seed: int):
+        self.agent, self.cfg, self.total_updates = agent, cfg, max(1, total_updates)
+        self.updates_done = 0
+        self.generator = torch.Generator().manual_seed(seed)
+        self.reference = agent.frozen_copy() if self.uses_reference else None
+
+    # -- pieces the subclasses combine ------------------------------------------------
+
+    def make_optimizer(self, params, lr: float) -> torch.optim.Optimizer:
+        # foreach=True: one fused kernel launch per step instead of one per parameter.
+        return torch.optim.Adam(params, lr=lr, eps=1e-5, foreach=True)
+
+    def anneal(self, value: float, enabled: bool) -> float:
+        """``value * (1 - updates_done / total_updates)`` when enabled (PPO paper, Atari's alpha)."""
+        return value * (1.0 - self.updates_done / self.total_updates) if enabled else value
+
+    def set_lr(self, optimizer: torch.optim.Optimizer, lr: float) -> None:
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+
+    def epochs(self, batch: Batch, num_epochs: int, num_minibatches: int, by: str = "step",
+               **per_step: Tensor) -> Iterator[dict[str, Tensor]]:
+        """K passes over the batch in shuffled minibatches (the PPO update procedure)."""
+        for _ in range(num_epochs):
+            yield from batch.minibatches(num_minibatches, self.generator, by=by, **per_step)
+
+    def gradient_step(self, optimizer: torch.optim.Optimizer, loss: Tensor, params,
+                      max_grad_norm: float | None) -> Tensor | None:
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(params, max_grad_norm, foreach=True) if max_grad_norm else None
+        optimizer.step()
+        return norm
+
+    def reference_logp(self, batch: Batch) -> Tensor:
+        with torch.no_grad():
+            return self.reference.dist(batch.obs).log_prob(batch.actions)
+
+    @torch.no_grad()
+    def after_update_metrics(self, batch: Batch, values_target: Tensor | None = None) -> dict[str, float]:
+        """What every algorithm logs: KL(old || new) (k3 estimate over the batch), entropy,
+        and explained variance of the critic where there is one."""
+        dist = self.agent.dist(batch.obs)
+        logp = dist.log_prob(batch.actions)
+        mask = batch.mask
+        n = mask.sum()
+        log_ratio = logp - batch.logp_old
+        out = {
+            "kl": float(((torch.expm1(log_ratio) - log_ratio) * mask).sum() / n),
+            "entropy": float((dist.entropy() * mask).sum() / n),
+        }
+        if values_target is not None and self.uses_critic:
+            out["explained_variance"] = explained_variance(self.agent.value(batch.obs), values_target, mask)
+        return out
+
+    def finish_update(self, metrics: dict[str, float]) -> dict[str, float]:
+        self.updates_done += 1
+        return metrics
+
+    # -- checkpointing ------------------------------------------------------------------
+
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        return {k: v for k, v in vars(self).items() if isinstance(v, torch.optim.Optimizer)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"updates_done": self.updates_done, "generator": self.generator.get_state(),
+                "optimizers": {k: o.state_dict() for k, o in self.optimizers().items()},
+                "extra": self.extra_state(),
+                "reference": self.reference.state_dict() if self.reference is not None else None}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.updates_done = state["updates_done"]
+        self.generator.set_state(state["generator"])
+        for k, o in self.optimizers().items():
+            o.load_state_dict(state["optimizers"][k])
+        self.load_extra_state(state["extra"])
+        if self.reference is not None:
+            self.reference.load_state_dict(state["reference"])
+
+    def extra_state(self) -> dict[str, Any]:
+        """Algorithm state besides optimisers (e.g. PPO-KL's beta)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    # -- the one method a new algorithm writes ----------------------------------------
+
+    @abstractmethod
+    def update(self, batch: Batch) -> dict[str, float]:
+        """Consume one batch, change the agent, return scalar metrics."""
+
+
+def value_loss(values: Tensor, returns: Tensor, mask: Tensor, values_old: Tensor | None = None,
+               clip_eps: float | None = None) -> Tensor:
+    """Mean squared error of the critic, optionally clipped around the old values (ppo2)."""
+    err = (values - returns) ** 2
+    if clip_eps is not None and values_old is not None:
+        clipped = values_old + torch.clamp(values - values_old, -clip_eps, clip_eps)
+        err = torch.maximum(err, (clipped - returns) ** 2)
+    return (err * mask).sum() / mask.sum()
+
+
+def explained_variance(pred: Tensor, target: Tensor, mask: Tensor) -> float:
+    """``1 - Var[target - pred] / Var[target]`` over valid steps (NaN if the target is constant)."""
+    valid = mask > 0
+    pred, target = pred[valid], target[valid]
+    var = target.var()
+    return float("nan") if var == 0 else float(1 - (target - pred).var() / var)
+
+
+def fit_value(algo: Algorithm, optimizer: torch.optim.Optimizer, batch: Batch, returns: Tensor,
+              num_epochs: int, minibatch_size: int, max_grad_norm: float | None = None) -> float:
+    """Regress the critic on ``returns`` with minibatch Adam (TRPO's and REINFORCE's critic)."""
+    num_minibatches = max(1, math.ceil(batch.num_steps / minibatch_size))
+    params = algo.agent.value_parameters()
+    metrics = Metrics()
+    for mb in algo.epochs(batch, num_epochs, num_minibatches, by="step", returns=returns):
+        loss = value_loss(algo.agent.value(mb["obs"]), mb["returns"], mb["mask"])
+        algo.gradient_step(optimizer, loss, params, max_grad_norm)
+        metrics.add(value_loss=loss)
+    return metrics.means()["value_loss"]
+
+
+def config_fields(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]

@@ -1,0 +1,82 @@
+"""Group Relative Policy Optimization (Shao et al. 2024, DeepSeekMath, §4.1 and Algorithm 1).
+
+    for each prompt / initial state: sample G outputs o_1..o_G from pi_old     (group rollout)
+    A_i = (R_i - mean(R)) / std(R), the same for every token of o_i            (group_relative)
+    J = mean_i [ 1/|o_i| sum_t min(r A, clip(r, 1-eps, 1+eps) A) - beta KL_k3(pi || pi_ref) ]
+    K epochs of minibatch Adam on -J; pi_ref frozen (the starting policy)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from algos.advantages import group_relative
+from algos.base import Algorithm, GroupRollout, Metrics, check_choice, check_positive
+from algos.losses import AGGREGATION_MODES, KL_ESTIMATORS, aggregate, clip_fraction, clipped_surrogate, kl_estimate
+
+
+@dataclass
+class GRPOConfig(GroupRollout):
+    lr: float = 3e-4              # Adam; the PPO paper's MuJoCo step size (DeepSeekMath's 1e-6 is for a 7B LM)
+    num_epochs: int = 10          # K; as PPO on MuJoCo (DeepSeekMath: mu = 1 on language)
+    num_minibatches: int = 4      # minibatches of whole episodes
+    clip_eps: float = 0.2         # DeepSeekMath / TRL default epsilon 0.2
+    kl_coef: float = 0.04         # beta: DeepSeekMath §4.2 and TRL's original default 0.04
+    kl_estimator: str = "k3"      # DeepSeekMath eq. 4: the unbiased, non-negative k3 estimator
+    loss_agg: str = "seq-mean-token-mean"  # per-sequence mean, then batch mean (DeepSeekMath eq. 3)
+    scale_rewards: bool = True    # divide by the group std; false = Dr. GRPO (Liu et al. 2025)
+    max_grad_norm: float | None = None
+
+    def __post_init__(self):
+        check_choice("loss_agg", self.loss_agg, AGGREGATION_MODES)
+        check_choice("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
+        check_positive(self, "lr", "num_epochs", "num_minibatches", "clip_eps", "group_size", "num_groups")
+
+
+class GRPO(Algorithm):
+    name = "grpo"
+    Config = GRPOConfig
+    rollout = "groups"
+    uses_reference = True
+
+    def __init__(self, agent, cfg, total_updates: int, seed: int):
+        super().__init__(agent, cfg, total_updates, seed)
+        self.params = agent.policy_parameters()
+        self.optimizer = self.make_optimizer(self.params, cfg.lr)
+
+    def clip_range(self) -> tuple[float, float]:
+        """(eps_low, eps_high) of the clipped surrogate; DAPO raises eps_high."""
+        return self.cfg.clip_eps, self.cfg.clip_eps
+
+    def shaped_scores(self, batch):
+        """The score each column is judged by; DAPO adds its overlong penalty here."""
+        return batch.scores
+
+    def advantages(self, batch):
+        """Per-column advantage, broadcast over the column's steps."""
+        per_column = group_relative(self.shaped_scores(batch), batch.groups, scale=self.cfg.scale_rewards)
+        return per_column.unsqueeze(0) * batch.mask
+
+    def update(self, batch):
+        cfg = self.cfg
+        eps_low, eps_high = self.clip_range()
+        advantages = self.advantages(batch)
+        per_step = {"advantages": advantages}
+        if cfg.kl_coef:
+            per_step["logp_ref"] = self.reference_logp(batch)
+
+        metrics = Metrics()
+        for i, mb in enumerate(self.epochs(batch, cfg.num_epochs, cfg.num_minibatches, by="column", **per_step)):
+            logp = self.agent.dist(mb["obs"]).log_prob(mb["actions"])
+            if i == 0:
+                metrics.add(first_ratio_error=((logp - mb["logp_old"]) * mb["mask"]).abs().max())
+            per_token = clipped_surrogate(logp, mb["logp_old"], mb["advantages"], eps_low, eps_high)
+            if cfg.kl_coef:
+                kl_ref = kl_estimate(logp, mb["logp_ref"], cfg.kl_estimator)
+                per_token = per_token + cfg.kl_coef * kl_ref
+                metrics.add(kl_ref=aggregate(kl_ref, mb["mask"], "token-mean"))
+            loss = aggregate(per_token, mb["mask"], cfg.loss_agg)
+            self.gradient_step(self.optimizer, loss, self.params, cfg.max_grad_norm)
+            metrics.add(policy_loss=loss,
+                        clip_fraction=aggregate(clip_fraction(logp, mb["logp_old"], eps_low, eps_high),
+                                                mb["mask"], "token-mean"))
+        return self.finish_update(metrics.means() | self.after_update_metrics(batch))

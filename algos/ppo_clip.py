@@ -1,0 +1,91 @@
+"""PPO with the clipped surrogate objective (Schulman et al. 2017, Algorithm 1, eq. 7).
+
+    for iteration = 1, 2, ...:
+        run pi_old for T timesteps in each of N environments       (the harness)
+        compute advantage estimates A_1..A_T by GAE                (advantages.gae)
+        optimise L^CLIP + c1 L^VF - c2 S for K epochs, minibatch M  (Adam)
+        theta_old <- theta
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from algos.advantages import gae, normalize
+from algos.base import Algorithm, HorizonRollout, Metrics, check_choice, check_positive, value_loss
+from algos.losses import aggregate, clip_fraction, clipped_surrogate
+
+
+@dataclass
+class PPOClipConfig(HorizonRollout):
+    lr: float = 3e-4                 # PPO paper Table 3 (MuJoCo): Adam stepsize 3e-4
+    num_epochs: int = 10             # Table 3: 10 epochs
+    minibatch_size: int = 64         # Table 3: minibatch size 64
+    lam: float = 0.95                # Table 3: GAE lambda 0.95
+    clip_eps: float = 0.2            # §6.2: epsilon = 0.2 scored best
+    vf_coef: float = 1.0             # baselines ppo1 (pposgd_simple): total loss adds vf_loss with weight 1
+    ent_coef: float = 0.0            # §6.1: no entropy bonus on MuJoCo
+    # The code-level options (Engstrom et al. 2020; Huang et al. 2022), defaulting as baselines ppo1 did.
+    adv_norm: str = "batch"          # ppo1 whitens advantages over the batch; CleanRL per minibatch; or none
+    value_clip: bool = False         # ppo2/CleanRL clip the value update to +-clip_eps around the old value; ppo1 does not
+    lr_anneal: bool = False          # linear decay of the learning rate to 0 (ppo2, CleanRL); ppo1's MuJoCo runs: constant
+    clip_anneal: bool = False        # anneal clip_eps with the same alpha (paper Table 5, Atari)
+    max_grad_norm: float | None = None  # ppo1: no clipping; ppo2/CleanRL: 0.5
+
+    def __post_init__(self):
+        check_choice("adv_norm", self.adv_norm, ("batch", "minibatch", "none"))
+        check_positive(self, "lr", "num_epochs", "minibatch_size", "clip_eps", "num_envs", "num_steps")
+
+
+class PPOClip(Algorithm):
+    name = "ppo_clip"
+    Config = PPOClipConfig
+    rollout = "horizon"
+    uses_critic = True
+
+    def __init__(self, agent, cfg: PPOClipConfig, total_updates: int, seed: int):
+        super().__init__(agent, cfg, total_updates, seed)
+        self.params = list(agent.parameters())
+        self.optimizer = self.make_optimizer(self.params, cfg.lr)
+
+    def policy_loss(self, dist, logp, mb, clip_eps, metrics: Metrics):
+        """L^CLIP for one minibatch; PPO-KL overrides this and nothing else."""
+        metrics.add(clip_fraction=aggregate(clip_fraction(logp, mb["logp_old"], clip_eps), mb["mask"], "token-mean"))
+        return aggregate(clipped_surrogate(logp, mb["logp_old"], mb["advantages"], clip_eps), mb["mask"], "token-mean")
+
+    def update(self, batch):
+        cfg = self.cfg
+        advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_value, cfg.gamma, cfg.lam)
+        if cfg.adv_norm == "batch":
+            advantages = normalize(advantages, batch.mask)
+        clip_eps = self.anneal(cfg.clip_eps, cfg.clip_anneal)
+        self.set_lr(self.optimizer, self.anneal(cfg.lr, cfg.lr_anneal))
+        num_minibatches = max(1, math.ceil(batch.num_steps / cfg.minibatch_size))
+        self.begin_epochs(batch)
+
+        metrics = Metrics()
+        for i, mb in enumerate(self.epochs(batch, cfg.num_epochs, num_minibatches,
+                                           advantages=advantages, returns=returns)):
+            if cfg.adv_norm == "minibatch":
+                mb["advantages"] = normalize(mb["advantages"], mb["mask"])
+            dist = self.agent.dist(mb["obs"])
+            logp = dist.log_prob(mb["actions"])
+            if i == 0:  # theta == theta_old here: the ratio must be 1 (catches dropout, stale logp)
+                metrics.add(first_ratio_error=(logp - mb["logp_old"]).abs().max())
+            pg_loss = self.policy_loss(dist, logp, mb, clip_eps, metrics)
+            vf_loss = value_loss(self.agent.value(mb["obs"]), mb["returns"], mb["mask"],
+                                 mb["values"], clip_eps if cfg.value_clip else None)
+            entropy = aggregate(dist.entropy(), mb["mask"], "token-mean")
+            loss = pg_loss + cfg.vf_coef * vf_loss - cfg.ent_coef * entropy
+            self.gradient_step(self.optimizer, loss, self.params, cfg.max_grad_norm)
+            metrics.add(policy_loss=pg_loss, value_loss=vf_loss)
+
+        out = metrics.means() | self.after_update_metrics(batch, returns)
+        return self.finish_update(out | self.end_epochs(batch, out))
+
+    def begin_epochs(self, batch) -> None:
+        """Hook before the epochs (PPO-KL freezes pi_old here)."""
+
+    def end_epochs(self, batch, metrics) -> dict[str, float]:
+        """Hook after the epochs (PPO-KL adapts beta here); returns extra metrics."""
+        return {}

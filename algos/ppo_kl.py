@@ -1,0 +1,88 @@
+"""PPO with a KL penalty (Schulman et al. 2017, §4, eq. 8).
+
+    L^KLPEN(theta) = E[ r_t(theta) A_t - beta * KL[pi_old(.|s_t), pi_theta(.|s_t)] ]
+
+    after each update: d = E[KL[pi_old, pi_theta]]
+        if d < d_targ / 1.5: beta <- beta / 2
+        if d > d_targ * 1.5: beta <- beta * 2
+
+``adaptive=false`` keeps beta fixed; ``kl_coef=0, adaptive=false`` is the paper's
+"no clipping or penalty" row of Table 1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.distributions import kl_divergence
+
+from algos.base import Metrics, check_choice
+from algos.losses import KL_ESTIMATORS, aggregate, importance_surrogate, kl_estimate
+from algos.ppo_clip import PPOClip, PPOClipConfig
+
+
+@dataclass
+class PPOKLConfig(PPOClipConfig):
+    kl_coef: float = 1.0        # beta; PPO paper Table 1: "beta initialised at 1"
+    kl_target: float = 0.01     # d_targ; Table 1's adaptive rows use 0.003, 0.01, 0.03
+    adaptive: bool = True       # paper §4's adaptive rule; false = fixed beta
+    kl_estimator: str = "analytic"  # KL[pi_old, pi] in closed form (as baselines ppo1), or k1/k2/k3 from samples
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_choice("kl_estimator", self.kl_estimator, ("analytic", *KL_ESTIMATORS))
+
+
+class PPOKL(PPOClip):
+    name = "ppo_kl"
+    Config = PPOKLConfig
+
+    def __init__(self, agent, cfg: PPOKLConfig, total_updates: int, seed: int):
+        super().__init__(agent, cfg, total_updates, seed)
+        self.beta = cfg.kl_coef
+
+    def begin_epochs(self, batch):
+        self.old_policy = self.agent.frozen_copy()  # pi_old, for the closed-form KL
+
+    def kl_old_new(self, obs, dist, logp, logp_old):
+        """Per-step KL[pi_old(.|s), pi(.|s)], ``dist`` being pi(.|s)."""
+        if self.cfg.kl_estimator == "analytic":
+            with torch.no_grad():
+                old = self.old_policy.dist(obs)
+            return kl_divergence(old, dist)
+        # samples were drawn from pi_old: estimate KL(pi_old || pi) with pi_old as the sampler
+        return kl_estimate(logp_old, logp, self.cfg.kl_estimator)
+
+    def policy_loss(self, dist, logp, mb, clip_eps, metrics: Metrics):
+        surrogate = aggregate(importance_surrogate(logp, mb["logp_old"], mb["advantages"]), mb["mask"], "token-mean")
+        if self.beta == 0.0:
+            return surrogate
+        kl = aggregate(self.kl_old_new(mb["obs"], dist, logp, mb["logp_old"]), mb["mask"], "token-mean")
+        metrics.add(kl_penalty=kl)
+        return surrogate + self.beta * kl
+
+    def end_epochs(self, batch, metrics):
+        with torch.no_grad():
+            dist = self.agent.dist(batch.obs)
+            kl = self.kl_old_new(batch.obs, dist, dist.log_prob(batch.actions), batch.logp_old)
+            d = float(aggregate(kl, batch.mask, "token-mean"))
+        beta_used = self.beta
+        if self.cfg.adaptive:
+            self.beta = adapt_beta(self.beta, d, self.cfg.kl_target)
+        del self.old_policy
+        return {"beta": beta_used, "kl_measured": d}
+
+    def extra_state(self):
+        return {"beta": self.beta}
+
+    def load_extra_state(self, state):
+        self.beta = state["beta"]
+
+
+def adapt_beta(beta: float, d: float, d_targ: float) -> float:
+    """The paper's rule (§4): halve beta below d_targ/1.5, double it above 1.5 d_targ."""
+    if d < d_targ / 1.5:
+        return beta / 2
+    if d > d_targ * 1.5:
+        return beta * 2
+    return beta

@@ -1,0 +1,126 @@
+"""Trust Region Policy Optimization (Schulman et al. 2015, Appendix C).
+
+    compute advantages A by GAE; whiten them
+    g = grad of the surrogate L(theta) = E[ pi_theta(a|s) / pi_old(a|s) * A ]
+    x = F^-1 g by conjugate gradient, F the Hessian of mean KL[pi_old, pi_theta] (Fisher)
+    full step s = sqrt(2 * max_kl / (x^T F x)) * x
+    backtracking line search on theta + frac * s, frac = 1, shrink, shrink^2, ...:
+        accept the first step whose measured KL <= max_kl and whose surrogate improves
+    fit the value function separately by regression on the returns
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import Tensor
+from torch.distributions import kl_divergence
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from algos.advantages import gae, normalize
+from algos.base import Algorithm, HorizonRollout, Metrics, check_positive, fit_value
+from algos.losses import aggregate, importance_surrogate
+from harness.config import ConfigError
+
+
+@dataclass
+class TRPOConfig(HorizonRollout):
+    # Defaults: OpenAI baselines trpo_mpi/run_mujoco.py, the TRPO of the PPO paper's comparison.
+    num_steps: int = 1024          # timesteps_per_batch=1024
+    lam: float = 0.98              # lam=0.98
+    max_kl: float = 0.01           # max_kl=0.01
+    cg_iters: int = 10             # cg_iters=10
+    cg_damping: float = 0.1        # cg_damping=0.1
+    line_search_shrink: float = 0.5  # baselines halves the step
+    line_search_steps: int = 10    # baselines tries 10 step sizes
+    vf_lr: float = 1e-3            # vf_stepsize=1e-3
+    vf_epochs: int = 5             # vf_iters=5
+    vf_minibatch_size: int = 64    # baselines fits the value in minibatches of 64
+    adv_norm: bool = True          # baselines standardises advantages
+
+    def __post_init__(self):
+        check_positive(self, "num_steps", "num_envs", "max_kl", "cg_iters", "line_search_steps",
+                       "vf_lr", "vf_epochs", "vf_minibatch_size")
+        if not 0 < self.line_search_shrink < 1:
+            raise ConfigError(f"line_search_shrink={self.line_search_shrink} must lie in (0, 1)")
+
+
+def conjugate_gradient(matvec: Callable[[Tensor], Tensor], b: Tensor, iters: int = 10, tol: float = 1e-10) -> Tensor:
+    """Solve ``A x = b`` for symmetric positive-definite ``A`` given only ``matvec(v) = A v``
+    (Hestenes & Stiefel 1952; Nocedal & Wright, Algorithm 5.2), starting from ``x = 0``."""
+    x = torch.zeros_like(b)
+    r = b.clone()            # residual b - A x
+    p = b.clone()            # search direction
+    rr = r @ r
+    for _ in range(iters):
+        if rr <= tol:
+            break
+        Ap = matvec(p)
+        alpha = rr / (p @ Ap)
+        x += alpha * p
+        r -= alpha * Ap
+        rr_new = r @ r
+        p = r + (rr_new / rr) * p
+        rr = rr_new
+    return x
+
+
+class TRPO(Algorithm):
+    name = "trpo"
+    Config = TRPOConfig
+    rollout = "horizon"
+    uses_critic = True
+
+    def __init__(self, agent, cfg: TRPOConfig, total_updates: int, seed: int):
+        super().__init__(agent, cfg, total_updates, seed)
+        self.policy_params = agent.policy_parameters()
+        self.vf_optimizer = self.make_optimizer(agent.value_parameters(), cfg.vf_lr)
+
+    def update(self, batch):
+        cfg = self.cfg
+        advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_value, cfg.gamma, cfg.lam)
+        if cfg.adv_norm:
+            advantages = normalize(advantages, batch.mask)
+        with torch.no_grad():
+            old_dist = self.agent.dist(batch.obs)
+
+        def surrogate() -> Tensor:
+            logp = self.agent.dist(batch.obs).log_prob(batch.actions)
+            return -aggregate(importance_surrogate(logp, batch.logp_old, advantages), batch.mask, "token-mean")
+
+        def mean_kl() -> Tensor:
+            return aggregate(kl_divergence(old_dist, self.agent.dist(batch.obs)), batch.mask, "token-mean")
+
+        def fisher_vector_product(v: Tensor) -> Tensor:
+            grads = torch.autograd.grad(mean_kl(), self.policy_params, create_graph=True)
+            flat = torch.cat([g.reshape(-1) for g in grads])
+            hvp = torch.autograd.grad(flat @ v, self.policy_params)
+            return torch.cat([h.reshape(-1) for h in hvp]) + cfg.cg_damping * v
+
+        surr_before = surrogate()
+        g = torch.cat([x.reshape(-1) for x in torch.autograd.grad(surr_before, self.policy_params)])
+        direction = conjugate_gradient(fisher_vector_product, g, cfg.cg_iters)
+        shs = direction @ fisher_vector_product(direction)
+        full_step = direction * torch.sqrt(2 * cfg.max_kl / shs.clamp(min=1e-12))
+        expected_improve = float(g @ full_step)
+
+        theta_old = parameters_to_vector(self.policy_params).detach()
+        surr_before = surr_before.detach()
+        accepted, step_frac, kl, surr = False, 0.0, 0.0, float(surr_before)
+        with torch.no_grad():
+            for k in range(cfg.line_search_steps):
+                frac = cfg.line_search_shrink ** k
+                vector_to_parameters(theta_old + frac * full_step, self.policy_params)
+                surr_new, kl_new = float(surrogate()), float(mean_kl())
+                if kl_new <= cfg.max_kl and surr_new > float(surr_before) and torch.isfinite(torch.tensor(surr_new)):
+                    accepted, step_frac, kl, surr = True, frac, kl_new, surr_new
+                    break
+            if not accepted:
+                vector_to_parameters(theta_old, self.policy_params)
+
+        vf_loss = fit_value(self, self.vf_optimizer, batch, returns, cfg.vf_epochs, cfg.vf_minibatch_size)
+        metrics = Metrics()
+        metrics.add(policy_loss=-surr, value_loss=vf_loss, step_accepted=float(accepted),
+                    step_fraction=step_frac, kl_line_search=kl, expected_improve=expected_improve)
+        return self.finish_update(metrics.means() | self.after_update_metrics(batch, returns))

@@ -1,0 +1,53 @@
+"""What the harness and the algorithms need from a suite's network.
+
+An agent is a ``torch.nn.Module`` with
+
+- ``dist(obs) -> torch.distributions.Distribution`` whose ``log_prob(actions)`` and
+  ``entropy()`` have the leading shape of ``obs`` (``[T, N]``: one number per step);
+- ``value(obs) -> [T, N]`` when ``has_critic``;
+- ``policy_parameters()`` / ``value_parameters()`` (TRPO steps only the former);
+- ``act(obs, rng, deterministic) -> np.ndarray``: the collection fast path, no autograd;
+- ``env_action(actions)``: what the environment receives (e.g. clipped to its bounds);
+- ``observe(obs)``: update input-normalisation statistics (a no-op if it has none).
+
+Algorithms never look inside; suites never look at which algorithm consumes them.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+
+class RunningMeanStd(nn.Module):
+    """Running mean and variance over a stream of batches (Chan et al. parallel update).
+
+    Stored as buffers so that it is checkpointed with the agent and used unchanged by
+    evaluation (CleanRL's evaluation starts fresh statistics, and scores collapse).
+    """
+
+    def __init__(self, shape: tuple[int, ...], clip: float = 5.0, eps: float = 1e-8):
+        super().__init__()
+        self.clip, self.eps = clip, eps
+        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, x: Tensor) -> None:
+        x = x.reshape(-1, *self.mean.shape).to(torch.float64)
+        batch_mean, batch_var, n = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        delta = batch_mean - self.mean
+        total = self.count + n
+        self.mean += delta * n / total
+        m2 = self.var * self.count + batch_var * n + delta ** 2 * self.count * n / total
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    def forward(self, x: Tensor) -> Tensor:
+        scaled = (x - self.mean.to(x.dtype)) / torch.sqrt(self.var.to(x.dtype) + self.eps)
+        return scaled.clamp(-self.clip, self.clip)
+
+    def numpy_params(self) -> tuple[np.ndarray, np.ndarray]:
+        return (self.mean.float().numpy().copy(),
+                (1.0 / np.sqrt(self.var.numpy() + self.eps)).astype(np.float32))

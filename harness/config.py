@@ -1,0 +1,237 @@
+"""Typed configuration: ``key=value`` arguments into validated run configs.
+
+Everything is checked before any run starts and before anything is written: an unknown
+key, a wrong type or an unknown name raises ``ConfigError`` with the valid choices.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """Bad user input; the CLI prints it on one line and exits with code 2."""
+
+
+@dataclass
+class SweepConfig:
+    """The top-level keys of ``./run_all.sh key=value ...``."""
+    suite: str = "mujoco"                 # which suite: see ``suites.names()``
+    algo: tuple[str, ...] = ()            # comma-separated algorithm names; default all registered
+    env: tuple[str, ...] = ()             # comma-separated environments / tasks; default the scale's list
+    seeds: int | None = None              # number of seeds (0..seeds-1); default the scale's
+    steps: int | None = None              # environment steps per run; default the scale's
+    scale: str = "paper"                  # budget preset: smoke | quick | paper
+    preset: str | None = None             # a named bundle of overrides the suite defines (e.g. cleanrl)
+    jobs: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))  # runs in parallel
+    results_dir: str = "results"          # where run folders go
+    eval_every: int | None = None         # steps between deterministic evaluations; default the scale's
+    eval_episodes: int | None = None      # episodes per evaluation; default the scale's
+    checkpoint_every: int = 20            # updates between checkpoints (resume point of a killed run)
+    executor: str = "local"               # local processes
+    device: str = "cpu"                   # torch device of the runs
+
+
+@dataclass
+class RunConfig:
+    """One run: everything needed to reproduce it; stored in ``run.json``."""
+    suite: str
+    env: str
+    algo: str
+    variant: str                          # "" or "+key=value+..." (what differs from the defaults)
+    seed: int
+    steps: int
+    eval_every: int
+    eval_episodes: int
+    checkpoint_every: int
+    algo_cfg: dict[str, Any]
+    suite_cfg: dict[str, Any]
+    results_dir: str
+    device: str = "cpu"
+
+    @property
+    def label(self) -> str:
+        return self.algo + self.variant
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.results_dir) / self.suite / self.env / self.label / f"seed{self.seed}"
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.suite}/{self.env}/{self.label}/seed{self.seed}"
+
+
+# ---------------------------------------------------------------------------------------
+# parsing values by their annotated type
+
+def _field_types(cls: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def parse_value(key: str, text: str, tp: Any) -> Any:
+    """Parse ``text`` as type ``tp`` (bool, int, float, str, tuple[...], X | None)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if text.lower() in ("none", "null", ""):
+            return None
+        return parse_value(key, text, args[0])
+    if origin is tuple:
+        (inner, *_rest) = typing.get_args(tp)
+        return tuple(parse_value(key, part, inner) for part in text.split(",") if part != "")
+    if tp is bool:
+        lowered = text.lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{key}={text!r}: expected a boolean (true/false)")
+    if tp is int:
+        try:
+            return int(float(text)) if "e" in text.lower() and float(text).is_integer() else int(text)
+        except ValueError:
+            raise ConfigError(f"{key}={text!r}: expected an integer") from None
+    if tp is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"{key}={text!r}: expected a number") from None
+    if tp is str:
+        return text
+    raise ConfigError(f"{key}: unsupported option type {_type_name(tp)}")
+
+
+def format_value(value: Any) -> str:
+    """Canonical text of a value, used in variant labels (``+clip_eps=0.1``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(format_value(v) for v in value)
+    if value is None:
+        return "none"
+    return str(value)
+
+
+def apply_overrides(cls: type, base: dict[str, Any], overrides: dict[str, str], owner: str,
+                    prefix: str) -> dict[str, Any]:
+    """Parse ``overrides`` (text) against ``cls``'s fields on top of ``base``; validate by building it."""
+    types_ = _field_types(cls)
+    merged = dict(base)
+    for key, text in overrides.items():
+        if key not in types_:
+            raise ConfigError(f"{prefix}{key} is not an option of {owner}; valid: "
+                              f"{', '.join(prefix + k for k in types_)}")
+        merged[key] = parse_value(prefix + key, text, types_[key]) if isinstance(text, str) else text
+    for key in merged:
+        if key not in types_:
+            raise ConfigError(f"{prefix}{key} is not an option of {owner}; valid: "
+                              f"{', '.join(prefix + k for k in types_)}")
+    try:
+        return dataclasses.asdict(cls(**merged))
+    except TypeError as exc:
+        raise ConfigError(f"{owner}: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# the command line
+
+def split_args(argv: list[str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """``key=value`` words into (top-level, ``algo.*``, ``suite.*``) dicts of text."""
+    top: dict[str, str] = {}
+    algo: dict[str, str] = {}
+    suite: dict[str, str] = {}
+    for word in argv:
+        if "=" not in word:
+            raise ConfigError(f"argument {word!r} is not key=value")
+        key, value = word.split("=", 1)
+        if key.startswith("algo."):
+            algo[key[5:]] = value
+        elif key.startswith("suite."):
+            suite[key[6:]] = value
+        else:
+            if key in top:
+                raise ConfigError(f"{key} given twice")
+            top[key] = value
+    return top, algo, suite
+
+
+def parse_sweep(top: dict[str, str]) -> SweepConfig:
+    types_ = _field_types(SweepConfig)
+    values = {}
+    for key, text in top.items():
+        if key not in types_:
+            raise ConfigError(f"unknown key {key!r}; valid: {', '.join(types_)}, algo.<option>, suite.<option>")
+        values[key] = parse_value(key, text, types_[key])
+    sweep = SweepConfig(**values)
+    for key in ("seeds", "steps", "jobs", "eval_every", "eval_episodes", "checkpoint_every"):
+        value = getattr(sweep, key)
+        if value is not None and value <= 0:
+            raise ConfigError(f"{key}={value} must be a positive integer")
+    if sweep.executor not in ("local",):
+        raise ConfigError(f"unknown executor {sweep.executor!r}; valid: local")
+    return sweep
+
+
+def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_overrides: dict[str, str]) -> list[RunConfig]:
+    """Every run of the sweep, fully resolved and validated (writes nothing)."""
+    import algos
+    import suites
+
+    suite = suites.get(sweep.suite)
+    if sweep.scale not in suite.scales:
+        raise ConfigError(f"unknown scale {sweep.scale!r}; valid: {', '.join(suite.scales)}")
+    scale = suite.scales[sweep.scale]
+    preset: dict[str, Any] = {}
+    if sweep.preset is not None:
+        if sweep.preset not in suite.presets:
+            raise ConfigError(f"unknown preset {sweep.preset!r} for suite {suite.name}; valid: "
+                              f"{', '.join(suite.presets) or '(none)'}")
+        preset = suite.presets[sweep.preset]
+    preset_algo = {k[5:]: v for k, v in preset.items() if k.startswith("algo.")}
+    preset_suite = {k[6:]: v for k, v in preset.items() if k.startswith("suite.")}
+
+    algo_names = list(sweep.algo) or algos.names()
+    algo_classes = {name: algos.get(name) for name in algo_names}
+    env_ids = list(sweep.env) or list(scale.envs)
+    for env_id in dict.fromkeys(env_ids):
+        suite.validate_env(env_id)
+
+    suite_cfg = apply_overrides(suite.Config, {}, {**preset_suite, **suite_overrides}, f"suite {suite.name}", "suite.")
+    variant_parts = []
+    if sweep.preset is not None:
+        variant_parts.append(f"preset={sweep.preset}")
+    suite_types = _field_types(suite.Config)
+    variant_parts += [f"suite.{k}={format_value(parse_value(k, v, suite_types[k]))}"
+                      for k, v in sorted(suite_overrides.items())]
+
+    runs = []
+    steps = sweep.steps or scale.steps
+    seeds = sweep.seeds or scale.seeds
+    for name, cls in algo_classes.items():
+        base = {**suite.algo_defaults.get(name, {}),
+                **{k: v for k, v in preset_algo.items() if k in _field_types(cls.Config)}}
+        algo_cfg = apply_overrides(cls.Config, base, algo_overrides, name, "algo.")
+        cls_types = _field_types(cls.Config)
+        parts = variant_parts[:1] + [f"{k}={format_value(parse_value(k, v, cls_types[k]))}"
+                                     for k, v in sorted(algo_overrides.items())] + variant_parts[1:]
+        variant = "".join("+" + p.replace("/", "_") for p in parts)
+        for env_id in env_ids:
+            for seed in range(seeds):
+                runs.append(RunConfig(
+                    suite=suite.name, env=env_id, algo=name, variant=variant, seed=seed, steps=steps,
+                    eval_every=sweep.eval_every or scale.eval_every,
+                    eval_episodes=sweep.eval_episodes or scale.eval_episodes,
+                    checkpoint_every=sweep.checkpoint_every, algo_cfg=algo_cfg, suite_cfg=suite_cfg,
+                    results_dir=sweep.results_dir, device=sweep.device))
+    return runs

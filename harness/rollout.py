@@ -1,0 +1,246 @@
+"""Rollout collection, shared by every algorithm: fixed horizon and groups; evaluation.
+
+The environments are plain gymnasium-API environments (``reset(seed=)``, ``step``).
+Actions come from the agent's NumPy fast path; log-probabilities and values are then
+computed in one batched torch pass over the whole rollout (exact for the update, and
+far cheaper than one torch call per step).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from harness.batch import Batch
+
+
+@dataclass
+class Episode:
+    global_step: int    # environment steps taken by the run when the episode ended
+    ret: float          # undiscounted sum of the raw environment rewards
+    length: int
+
+
+class RewardScaler:
+    """Divide rewards by the running std of the discounted return (ppo2's VecNormalize,
+    CleanRL's NormalizeReward), then clip. Only the training signal is scaled."""
+
+    def __init__(self, num_envs: int, gamma: float, clip: float, eps: float = 1e-8):
+        self.gamma, self.clip, self.eps = gamma, clip, eps
+        self.discounted = np.zeros(num_envs)
+        self.mean, self.var, self.count = 0.0, 1.0, 1e-4
+
+    def __call__(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        self.discounted = self.discounted * self.gamma + rewards
+        self._update(self.discounted)
+        self.discounted[dones] = 0.0
+        return np.clip(rewards / np.sqrt(self.var + self.eps), -self.clip, self.clip)
+
+    def _update(self, x: np.ndarray) -> None:
+        n, batch_mean, batch_var = x.size, x.mean(), x.var()
+        delta, total = batch_mean - self.mean, self.count + n
+        self.mean += delta * n / total
+        self.var = (self.var * self.count + batch_var * n + delta ** 2 * self.count * n / total) / total
+        self.count = total
+
+    def state_dict(self):
+        return {"discounted": self.discounted.copy(), "mean": self.mean, "var": self.var, "count": self.count}
+
+    def load_state_dict(self, state):
+        self.discounted = state["discounted"].copy()
+        self.mean, self.var, self.count = state["mean"], state["var"], state["count"]
+
+
+def _as_batch_obs(obs_list) -> np.ndarray:
+    return np.asarray(obs_list, dtype=np.float32)
+
+
+@torch.no_grad()
+def _policy_outputs(agent, obs: torch.Tensor, actions: torch.Tensor, with_values: bool):
+    logp = agent.dist(obs).log_prob(actions)
+    values = agent.value(obs) if with_values else None
+    return logp, values
+
+
+class HorizonCollector:
+    """N environments stepped for T steps each; episodes continue across batches.
+
+    A time-limit truncation is not an ending of the MDP: the step's reward gets
+    ``gamma * V(s_final)`` added (Pardo et al. 2018; as Stable-Baselines3), and the step is
+    marked done so that nothing is bootstrapped from the next episode's first state.
+    """
+
+    def __init__(self, envs, num_steps: int, gamma: float, seed: int, with_values: bool,
+                 reward_scaler: RewardScaler | None = None):
+        self.envs, self.num_steps, self.gamma = envs, num_steps, gamma
+        self.with_values, self.reward_scaler = with_values, reward_scaler
+        self.rng = np.random.default_rng(seed)
+        self.obs = _as_batch_obs([env.reset(seed=seed * 1000 + i)[0] for i, env in enumerate(envs)])
+        self.episode_return = np.zeros(len(envs))
+        self.episode_length = np.zeros(len(envs), dtype=np.int64)
+        self.global_step = 0
+
+    def collect(self, agent) -> tuple[Batch, list[Episode]]:
+        T, N = self.num_steps, len(self.envs)
+        obs_buf = np.empty((T, N, *self.obs.shape[1:]), dtype=np.float32)
+        act_buf = None
+        rew_buf = np.zeros((T, N), dtype=np.float32)
+        done_buf = np.zeros((T, N), dtype=np.float32)
+        truncations: list[tuple[int, int, np.ndarray]] = []   # (t, env, final observation)
+        episodes: list[Episode] = []
+        for t in range(T):
+            obs_buf[t] = self.obs
+            actions = agent.act(self.obs, self.rng)
+            if act_buf is None:
+                act_buf = np.empty((T, *actions.shape), dtype=actions.dtype)
+            act_buf[t] = actions
+            env_actions = agent.env_action(actions)
+            next_obs = self.obs.copy()
+            raw = np.zeros(N)
+            dones = np.zeros(N, dtype=bool)
+            for i, env in enumerate(self.envs):
+                o, r, terminated, truncated, _ = env.step(env_actions[i])
+                raw[i] = r
+                if terminated or truncated:
+                    dones[i] = True
+                    if truncated and not terminated:
+                        truncations.append((t, i, np.asarray(o, dtype=np.float32)))
+                    o, _ = env.reset()
+                next_obs[i] = o
+            self.global_step += N
+            self.episode_return += raw
+            self.episode_length += 1
+            for i in np.flatnonzero(dones):
+                episodes.append(Episode(self.global_step, float(self.episode_return[i]), int(self.episode_length[i])))
+                self.episode_return[i] = 0.0
+                self.episode_length[i] = 0
+            rew_buf[t] = self.reward_scaler(raw, dones) if self.reward_scaler is not None else raw
+            done_buf[t] = dones
+            self.obs = next_obs
+
+        obs_t, act_t = torch.from_numpy(obs_buf), torch.from_numpy(act_buf)
+        logp_old, values = _policy_outputs(agent, obs_t, act_t, self.with_values)
+        rewards = torch.from_numpy(rew_buf)
+        last_value = torch.zeros(N)
+        if self.with_values:
+            with torch.no_grad():
+                last_value = agent.value(torch.from_numpy(self.obs))
+                if truncations:
+                    final_values = agent.value(torch.from_numpy(np.stack([o for _, _, o in truncations])))
+                    for (t, i, _), v in zip(truncations, final_values):
+                        rewards[t, i] += self.gamma * v
+        batch = Batch(obs=obs_t, actions=act_t, rewards=rewards, dones=torch.from_numpy(done_buf),
+                      mask=torch.ones(T, N), logp_old=logp_old, values=values, last_value=last_value)
+        return batch, episodes
+
+    def state_dict(self):
+        return {"rng": self.rng.bit_generator.state, "global_step": self.global_step,
+                "reward_scaler": self.reward_scaler.state_dict() if self.reward_scaler else None}
+
+    def load_state_dict(self, state):
+        self.rng.bit_generator.state = state["rng"]
+        self.global_step = state["global_step"]
+        if self.reward_scaler is not None and state["reward_scaler"] is not None:
+            self.reward_scaler.load_state_dict(state["reward_scaler"])
+
+
+class GroupCollector:
+    """Groups of G episodes, each group's episodes started from one shared initial state
+    (G environments reset with the same seed) and run until every one has ended.
+
+    A column of the batch is one whole episode, padded with ``mask = 0``; its score is the
+    episode's return. Group ids increase over the run, so groups drawn for one update
+    (DAPO's dynamic sampling) never collide.
+    """
+
+    def __init__(self, envs, num_groups: int, seed: int, length_limit: int | None):
+        self.envs, self.num_groups, self.length_limit = envs, num_groups, length_limit
+        self.rng = np.random.default_rng(seed)
+        self.global_step = 0
+        self.next_group = 0
+
+    def reset_group(self, seed: int) -> np.ndarray:
+        return _as_batch_obs([env.reset(seed=seed)[0] for env in self.envs])
+
+    def collect(self, agent) -> tuple[Batch, list[Episode]]:
+        columns, episodes = [], []
+        for _ in range(self.num_groups):
+            group_columns, group_episodes = self._collect_group(agent)
+            columns += group_columns
+            episodes += group_episodes
+        horizon = max(len(c["obs"]) for c in columns)
+        M = len(columns)
+        obs = np.zeros((horizon, M, *columns[0]["obs"][0].shape), dtype=np.float32)
+        actions = np.zeros((horizon, M, *np.shape(columns[0]["actions"][0])), dtype=columns[0]["actions"][0].dtype)
+        rewards = np.zeros((horizon, M), dtype=np.float32)
+        mask = np.zeros((horizon, M), dtype=np.float32)
+        dones = np.zeros((horizon, M), dtype=np.float32)
+        for j, c in enumerate(columns):
+            L = len(c["obs"])
+            obs[:L, j], actions[:L, j], rewards[:L, j], mask[:L, j] = c["obs"], c["actions"], c["rewards"], 1.0
+            dones[L - 1, j] = 1.0
+        obs_t, act_t = torch.from_numpy(obs), torch.from_numpy(actions)
+        logp_old, _ = _policy_outputs(agent, obs_t, act_t, with_values=False)
+        batch = Batch(
+            obs=obs_t, actions=act_t, rewards=torch.from_numpy(rewards), dones=torch.from_numpy(dones),
+            mask=torch.from_numpy(mask), logp_old=logp_old * torch.from_numpy(mask),
+            last_value=torch.zeros(M),
+            groups=torch.tensor([c["group"] for c in columns]),
+            scores=torch.tensor([float(sum(c["rewards"])) for c in columns]),
+            lengths=torch.tensor([len(c["obs"]) for c in columns]),
+            truncated=torch.tensor([float(c["truncated"]) for c in columns]),
+            length_limit=self.length_limit)
+        return batch, episodes
+
+    def _collect_group(self, agent):
+        G = len(self.envs)
+        group = self.next_group
+        self.next_group += 1
+        obs = self.reset_group(int(self.rng.integers(2 ** 31 - 1)))
+        columns = [{"obs": [], "actions": [], "rewards": [], "group": group, "truncated": False} for _ in range(G)]
+        active = np.arange(G)
+        episodes = []
+        while active.size:
+            actions = agent.act(obs[active], self.rng)
+            env_actions = agent.env_action(actions)
+            still = []
+            for k, i in enumerate(active):
+                o, r, terminated, truncated, _ = self.envs[i].step(env_actions[k])
+                col = columns[i]
+                col["obs"].append(obs[i].copy())
+                col["actions"].append(actions[k])
+                col["rewards"].append(float(r))
+                self.global_step += 1
+                if terminated or truncated:
+                    col["truncated"] = bool(truncated and not terminated)
+                    episodes.append(Episode(self.global_step, float(sum(col["rewards"])), len(col["rewards"])))
+                else:
+                    obs[i] = o
+                    still.append(i)
+            active = np.asarray(still, dtype=np.int64)
+        return columns, episodes
+
+    def state_dict(self):
+        return {"rng": self.rng.bit_generator.state, "global_step": self.global_step, "next_group": self.next_group}
+
+    def load_state_dict(self, state):
+        self.rng.bit_generator.state = state["rng"]
+        self.global_step, self.next_group = state["global_step"], state["next_group"]
+
+
+def evaluate(agent, env, episodes: int, seed: int) -> list[float]:
+    """Returns of ``episodes`` episodes with the deterministic policy (the mean action or
+    the most likely one), on a separate environment, with the agent's statistics frozen."""
+    rng = np.random.default_rng(seed)
+    returns = []
+    for k in range(episodes):
+        obs, _ = env.reset(seed=seed + k)
+        total, done = 0.0, False
+        while not done:
+            action = agent.act(_as_batch_obs([obs]), rng, deterministic=True)
+            obs, r, terminated, truncated, _ = env.step(agent.env_action(action)[0])
+            total += float(r)
+            done = terminated or truncated
+        returns.append(total)
+    return returns

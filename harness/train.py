@@ -1,0 +1,222 @@
+"""One training run: collect, update, log, evaluate, checkpoint. The same for every algorithm."""
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+import os
+import random
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+import algos
+import suites
+from harness.batch import concat_columns
+from harness.config import RunConfig
+from harness.results import (EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, atomic_write_bytes, atomic_write_text,
+                             git_commit, now, package_versions, read_run_json, write_csv)
+from harness.rollout import GroupCollector, HorizonCollector, RewardScaler, evaluate
+
+import json
+
+# Validation of distribution arguments costs a few microseconds per call in the hot loop.
+torch.distributions.Distribution.set_default_validate_args(False)
+
+# Losses whose non-finite value stops a run (the update at which it happened is recorded).
+WATCHED_METRICS = ("policy_loss", "value_loss")
+
+
+class NonFiniteError(RuntimeError):
+    pass
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _length_limit(env) -> int | None:
+    spec = getattr(env, "spec", None)
+    return getattr(spec, "max_episode_steps", None)
+
+
+class RunState:
+    """The rows so far and the counters: what a checkpoint must restore."""
+
+    def __init__(self):
+        self.update = 0
+        self.wall_seconds = 0.0
+        self.episodes: list[dict] = []
+        self.evals: list[dict] = []
+        self.metrics: list[dict] = []
+        self.next_eval = 0
+        self.metric_columns: list[str] = list(METRIC_LEADING)
+
+
+def train(run: RunConfig, progress: Callable[[int], None] | None = None) -> dict:
+    """Train one run to completion (or failure); returns its final ``run.json`` record."""
+    torch.set_num_threads(1)
+    seed_everything(run.seed)
+    run_dir = run.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    record = {
+        "run_id": run.run_id, "suite": run.suite, "env": run.env, "algo": run.algo, "variant": run.variant,
+        "seed": run.seed, "config": dataclasses.asdict(run), "versions": package_versions(),
+        "git_commit": git_commit(), "device": run.device, "host": os.uname().nodename,
+        "start_time": now(), "end_time": None, "status": "running", "error": None, "global_step": 0,
+    }
+    previous = read_run_json(run_dir)
+    if previous and previous.get("config") == record["config"]:
+        record["start_time"] = previous.get("start_time", record["start_time"])
+    atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2))
+    state = RunState()
+    try:
+        _train_loop(run, run_dir, record, state, progress)
+        record.update(status="done", end_time=now(), files={
+            "episodes.csv": len(state.episodes), "evals.csv": len(state.evals), "metrics.csv": len(state.metrics)})
+    except Exception as exc:  # the sweep goes on; this run is marked failed with where it stopped
+        record.update(status="failed", end_time=now(), failed_update=state.update,
+                      error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8))
+        _write_rows(run_dir, state)
+    record["global_step"] = state.episodes[-1]["global_step"] if state.episodes else record["global_step"]
+    record["wall_seconds"] = round(state.wall_seconds, 3)
+    atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2))
+    return record
+
+
+def _write_rows(run_dir: Path, state: RunState) -> None:
+    write_csv(run_dir / "episodes.csv", state.episodes, EPISODE_COLUMNS)
+    write_csv(run_dir / "evals.csv", state.evals, EVAL_COLUMNS)
+    write_csv(run_dir / "metrics.csv", state.metrics, state.metric_columns)
+
+
+def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, progress) -> None:
+    suite = suites.get(run.suite)
+    suite_cfg = suite.Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in run.suite_cfg.items()})
+    algo_cls = algos.get(run.algo)
+    cfg = algo_cls.Config(**run.algo_cfg)
+
+    if algo_cls.rollout == "horizon":
+        envs = [suite.make_env(run.env, suite_cfg) for _ in range(cfg.num_envs)]
+        steps_per_batch = cfg.num_envs * cfg.num_steps
+    else:
+        envs = [suite.make_env(run.env, suite_cfg) for _ in range(cfg.group_size)]
+        steps_per_batch = cfg.group_size * cfg.num_groups * (_length_limit(envs[0]) or 1000)
+    eval_env = suite.make_env(run.env, suite_cfg)
+    agent = suite.make_agent(envs[0], suite_cfg)
+    algo = algo_cls(agent, cfg, total_updates=math.ceil(run.steps / steps_per_batch), seed=run.seed)
+
+    if algo_cls.rollout == "horizon":
+        scaler = (RewardScaler(len(envs), cfg.gamma, getattr(suite_cfg, "reward_clip", 10.0))
+                  if getattr(suite_cfg, "reward_scale", False) else None)
+        collector = HorizonCollector(envs, cfg.num_steps, cfg.gamma, run.seed, algo_cls.uses_critic, scaler)
+    else:
+        collector = GroupCollector(envs, cfg.num_groups, run.seed, _length_limit(envs[0]))
+
+    checkpoint = run_dir / "checkpoint.pt"
+    if checkpoint.exists():
+        _restore(checkpoint, run, agent, algo, collector, state)
+
+    eval_seed = 1_000_000 + 10_000 * run.seed
+    start = time.perf_counter() - state.wall_seconds
+    while collector.global_step < run.steps:
+        if collector.global_step >= state.next_eval:
+            _evaluate(agent, eval_env, run, eval_seed, collector.global_step, state)
+        batch, episodes, extra = _collect(collector, agent, algo, cfg)
+        state.episodes += [{"global_step": e.global_step, "episode_return": e.ret, "episode_length": e.length}
+                           for e in episodes]
+        if batch is None:
+            metrics = {}
+        else:
+            metrics = algo.update(batch)
+            for key in WATCHED_METRICS:
+                if key in metrics and not math.isfinite(metrics[key]):
+                    raise NonFiniteError(f"{key} is {metrics[key]} at update {state.update + 1}")
+            if not all(torch.isfinite(p).all() for p in agent.parameters()):
+                raise NonFiniteError(f"non-finite parameters after update {state.update + 1}")
+            agent.observe(batch.obs[batch.mask > 0])
+        state.update += 1
+        state.wall_seconds = time.perf_counter() - start
+        row = {"update": state.update, "global_step": collector.global_step,
+               "wall_seconds": round(state.wall_seconds, 3),
+               "sps": round(collector.global_step / max(state.wall_seconds, 1e-9), 1), **metrics, **extra}
+        for key in row:
+            if key not in state.metric_columns:
+                state.metric_columns.append(key)
+        state.metrics.append(row)
+        if progress is not None:
+            progress(collector.global_step)
+        if state.update % run.checkpoint_every == 0:
+            _save(checkpoint, run, agent, algo, collector, state)
+    _evaluate(agent, eval_env, run, eval_seed, collector.global_step, state)
+    state.wall_seconds = time.perf_counter() - start
+    _write_rows(run_dir, state)
+    checkpoint.unlink(missing_ok=True)
+
+
+def _collect(collector, agent, algo, cfg):
+    """One batch; with dynamic sampling (DAPO), draw groups until enough carry a signal."""
+    if not hasattr(algo, "select_groups"):
+        batch, episodes = collector.collect(agent)
+        return batch, episodes, {}
+    kept, episodes, groups_kept, draws, dropped = [], [], 0, 0, 0
+    while groups_kept < cfg.num_groups and draws < cfg.max_sample_batches:
+        batch, eps = collector.collect(agent)
+        episodes += eps
+        draws += 1
+        keep = algo.select_groups(batch)
+        dropped += int(torch.unique(batch.groups).numel() - torch.unique(batch.groups[keep]).numel())
+        if keep.any():
+            part = batch.select_columns(torch.nonzero(keep, as_tuple=True)[0])
+            kept.append(part)
+            groups_kept += int(torch.unique(part.groups).numel())
+    extra = {"sample_batches": draws, "groups_dropped": dropped}
+    if not kept:
+        return None, episodes, extra
+    batch = concat_columns(kept)
+    if groups_kept > cfg.num_groups:  # trim to the batch size, as DAPO does
+        wanted = torch.unique(batch.groups)[: cfg.num_groups]
+        batch = batch.select_columns(torch.nonzero(torch.isin(batch.groups, wanted), as_tuple=True)[0])
+    return batch, episodes, extra
+
+
+def _evaluate(agent, eval_env, run, eval_seed, global_step, state: RunState) -> None:
+    returns = evaluate(agent, eval_env, run.eval_episodes, eval_seed)
+    state.evals.append({"global_step": global_step, "eval_return_mean": float(np.mean(returns)),
+                        "eval_return_std": float(np.std(returns)), "eval_episodes": len(returns)})
+    state.next_eval = (global_step // run.eval_every + 1) * run.eval_every
+
+
+def _save(path: Path, run, agent, algo, collector, state: RunState) -> None:
+    payload = {
+        "config": dataclasses.asdict(run), "agent": agent.state_dict(), "algo": algo.state_dict(),
+        "collector": collector.state_dict(), "torch_rng": torch.get_rng_state(),
+        "numpy_rng": np.random.get_state(), "state": vars(state),
+    }
+    buf = io.BytesIO()
+    torch.save(payload, buf)
+    atomic_write_bytes(path, buf.getvalue())
+    _write_rows(path.parent, state)
+
+
+def _restore(path: Path, run, agent, algo, collector, state: RunState) -> None:
+    try:
+        payload = torch.load(path, weights_only=False)
+    except Exception:  # a corrupt checkpoint: start over rather than resume from garbage
+        path.unlink(missing_ok=True)
+        return
+    if payload["config"] != dataclasses.asdict(run):
+        path.unlink(missing_ok=True)
+        return
+    agent.load_state_dict(payload["agent"])
+    algo.load_state_dict(payload["algo"])
+    collector.load_state_dict(payload["collector"])
+    torch.set_rng_state(payload["torch_rng"])
+    np.random.set_state(payload["numpy_rng"])
+    vars(state).update(payload["state"])

@@ -1,0 +1,20 @@
+"""Suite registry: ``suites.get("mujoco")``."""
+from __future__ import annotations
+
+from harness.config import ConfigError
+
+
+def _registry():
+    from suites.mujoco import MujocoSuite
+    return {"mujoco": MujocoSuite}
+
+
+def names() -> list[str]:
+    return list(_registry())
+
+
+def get(name: str):
+    registry = _registry()
+    if name not in registry:
+        raise ConfigError(f"unknown suite {name!r}; valid: {', '.join(registry)}")
+    return registry[name]()

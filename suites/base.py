@@ -1,0 +1,39 @@
+"""What every suite provides to the harness (see DESIGN.md, "The one idea")."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A budget preset: ``scale=smoke|quick|paper``."""
+    envs: tuple[str, ...]
+    steps: int
+    seeds: int
+    eval_every: int
+    eval_episodes: int
+
+
+class Suite(ABC):
+    name: ClassVar[str]
+    Config: ClassVar[type]                    # dataclass of environment/network options (``suite.<key>=``)
+    default_envs: ClassVar[tuple[str, ...]]
+    scales: ClassVar[dict[str, Scale]]
+    # Per-algorithm defaults that differ from the algorithm's own (the suite's paper table).
+    algo_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
+    # Named bundles of overrides, e.g. the code-level options of another implementation.
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    @abstractmethod
+    def validate_env(self, env_id: str) -> None:
+        """Raise ``ConfigError`` naming the valid choices if ``env_id`` cannot run here."""
+
+    @abstractmethod
+    def make_env(self, env_id: str, cfg: Any):
+        """One gymnasium-API environment (``reset(seed=)``, ``step(action)``)."""
+
+    @abstractmethod
+    def make_agent(self, env, cfg: Any):
+        """The agent (see ``harness/agent.py``) for this environment."""
