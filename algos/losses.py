@@ -66,10 +66,11 @@ def kl_estimate(logp: Tensor, logp_ref: Tensor, kind: str) -> Tensor:
     raise ValueError(f"unknown KL estimator {kind!r}; valid: {', '.join(KL_ESTIMATORS)}")
 
 
-def aggregate(x: Tensor, mask: Tensor, mode: str, normalizer: float | Tensor | None = None) -> Tensor:
+def aggregate(x: Tensor, mask: Tensor | None, mode: str, normalizer: float | Tensor | None = None) -> Tensor:
     """Reduce a time-major ``[T, N]`` per-token quantity to a scalar over valid tokens.
 
-    ``mask``: ``[T, N]``, 1 for a real token/step, 0 for padding. Modes (verl's names):
+    ``mask``: ``[T, N]``, 1 for a real token/step, 0 for padding (None: all valid). Modes
+    (verl's names):
 
     - ``token-mean``: ``sum(x * m) / sum(m)`` (DAPO: every token weighs the same);
     - ``seq-mean-token-mean``: mean over sequences of each sequence's token mean (GRPO);
@@ -80,6 +81,10 @@ def aggregate(x: Tensor, mask: Tensor, mode: str, normalizer: float | Tensor | N
     micro-batch can be scaled by the *whole* batch's count: accumulating micro-batch
     gradients then equals the full-batch gradient in every mode.
     """
+    if mask is None:  # every entry valid (a minibatch of sampled steps)
+        mask = torch.ones((), dtype=x.dtype, device=x.device).expand_as(x)
+        if normalizer is None and mode == "token-mean":
+            return x.mean()
     m = mask.to(x.dtype)
     if mode == "token-mean":
         denom = m.sum() if normalizer is None else normalizer

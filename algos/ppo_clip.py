@@ -75,8 +75,9 @@ class PPOClip(Algorithm):
             pg_loss = self.policy_loss(dist, logp, mb, clip_eps, metrics)
             vf_loss = value_loss(self.agent.value(mb["obs"]), mb["returns"], mb["mask"],
                                  mb["values"], clip_eps if cfg.value_clip else None)
-            entropy = aggregate(dist.entropy(), mb["mask"], "token-mean")
-            loss = pg_loss + cfg.vf_coef * vf_loss - cfg.ent_coef * entropy
+            loss = pg_loss + cfg.vf_coef * vf_loss
+            if cfg.ent_coef:
+                loss = loss - cfg.ent_coef * aggregate(dist.entropy(), mb["mask"], "token-mean")
             self.gradient_step(self.optimizer, loss, self.params, cfg.max_grad_norm)
             metrics.add(policy_loss=pg_loss, value_loss=vf_loss)
 

@@ -45,8 +45,17 @@ class RunningMeanStd(nn.Module):
         self.count.copy_(total)
 
     def forward(self, x: Tensor) -> Tensor:
-        scaled = (x - self.mean.to(x.dtype)) / torch.sqrt(self.var.to(x.dtype) + self.eps)
-        return scaled.clamp(-self.clip, self.clip)
+        mean, inv_std = self._scale(x.dtype)
+        return torch.clamp((x - mean) * inv_std, -self.clip, self.clip)
+
+    def _scale(self, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        # The statistics change once per batch but are read once per minibatch: cache the
+        # converted (mean, 1/std), keyed on the buffers' in-place version counters.
+        key = (self.mean._version, self.var._version, dtype, self.mean.device)
+        if getattr(self, "_cache_key", None) != key:
+            self._cache = (self.mean.to(dtype), torch.rsqrt(self.var + self.eps).to(dtype))
+            self._cache_key = key
+        return self._cache
 
     def numpy_params(self) -> tuple[np.ndarray, np.ndarray]:
         return (self.mean.float().numpy().copy(),

@@ -61,12 +61,19 @@ class Batch:
         tensors = self.step_fields()
         tensors.update(per_step)
         if by == "step" and self.splittable_steps:
+            # One gather per tensor, then contiguous slices (views): far cheaper than
+            # indexing every tensor for every minibatch. Every sampled step is valid, so
+            # the minibatch carries no mask (aggregate() treats None as all valid).
             flat_mask = self.mask.reshape(-1)
             valid = torch.nonzero(flat_mask > 0, as_tuple=True)[0]
             order = valid[torch.randperm(valid.numel(), generator=generator)]
-            flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in tensors.items()}
-            for part in torch.tensor_split(order, num_minibatches):
-                yield {k: v[part].unsqueeze(1) for k, v in flat.items()}
+            shuffled = {k: v.reshape(-1, *v.shape[2:])[order].unsqueeze(1) for k, v in tensors.items() if k != "mask"}
+            bounds = torch.tensor_split(torch.arange(order.numel()), num_minibatches)
+            for part in bounds:
+                lo, hi = int(part[0]), int(part[-1]) + 1
+                mb = {k: v[lo:hi] for k, v in shuffled.items()}
+                mb["mask"] = None
+                yield mb
         elif by in ("step", "column"):
             order = torch.randperm(self.num_columns, generator=generator)
             for part in torch.tensor_split(order, num_minibatches):
