@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0
+    if argv and argv[0] in ("report", "compare"):
+        from analysis.cli import main as analysis_main
+        return analysis_main(argv)
     try:
         top, algo_overrides, suite_overrides = split_args(argv)
         sweep = parse_sweep(top)

@@ -28,6 +28,7 @@ class SweepConfig:
     steps: int | None = None              # environment steps per run; default the scale's
     scale: str = "paper"                  # budget preset: smoke | quick | paper
     preset: str | None = None             # a named bundle of overrides the suite defines (e.g. cleanrl)
+    grid: str | None = None               # a named list of algorithm settings the suite defines (e.g. table1)
     jobs: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))  # runs in parallel
     results_dir: str = "results"          # where run folders go
     eval_every: int | None = None         # steps between deterministic evaluations; default the scale's
@@ -201,8 +202,16 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
     preset_algo = {k[5:]: v for k, v in preset.items() if k.startswith("algo.")}
     preset_suite = {k[6:]: v for k, v in preset.items() if k.startswith("suite.")}
 
-    algo_names = list(sweep.algo) or algos.names()
-    algo_classes = {name: algos.get(name) for name in algo_names}
+    if sweep.grid is not None:
+        if sweep.grid not in suite.grids:
+            raise ConfigError(f"unknown grid {sweep.grid!r} for suite {suite.name}; valid: "
+                              f"{', '.join(suite.grids) or '(none)'}")
+        if sweep.algo or algo_overrides:
+            raise ConfigError("grid= fixes the algorithms and their options; drop algo= and algo.<option>=")
+        entries = [(name, {k: format_value(v) for k, v in options.items()}) for name, options in suite.grids[sweep.grid]]
+    else:
+        entries = [(name, algo_overrides) for name in (list(sweep.algo) or algos.names())]
+    algo_classes = {name: algos.get(name) for name, _ in entries}
     env_ids = list(sweep.env) or list(scale.envs)
     for env_id in dict.fromkeys(env_ids):
         suite.validate_env(env_id)
@@ -218,13 +227,14 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
     runs = []
     steps = sweep.steps or scale.steps
     seeds = sweep.seeds or scale.seeds
-    for name, cls in algo_classes.items():
+    for name, overrides in entries:
+        cls = algo_classes[name]
         base = {**suite.algo_defaults.get(name, {}),
                 **{k: v for k, v in preset_algo.items() if k in _field_types(cls.Config)}}
-        algo_cfg = apply_overrides(cls.Config, base, algo_overrides, name, "algo.")
+        algo_cfg = apply_overrides(cls.Config, base, overrides, name, "algo.")
         cls_types = _field_types(cls.Config)
         parts = variant_parts[:1] + [f"{k}={format_value(parse_value(k, v, cls_types[k]))}"
-                                     for k, v in sorted(algo_overrides.items())] + variant_parts[1:]
+                                     for k, v in sorted(overrides.items())] + variant_parts[1:]
         variant = "".join("+" + p.replace("/", "_") for p in parts)
         for env_id in env_ids:
             for seed in range(seeds):

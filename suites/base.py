@@ -25,6 +25,8 @@ class Suite(ABC):
     algo_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
     # Named bundles of overrides, e.g. the code-level options of another implementation.
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    # Named lists of (algorithm, {option: value}) settings, e.g. the rows of a paper's table.
+    grids: ClassVar[dict[str, list[tuple[str, dict[str, Any]]]]] = {}
 
     @abstractmethod
     def validate_env(self, env_id: str) -> None:

@@ -185,6 +185,27 @@ class MujocoSuite(Suite):
         "paper": Scale(envs=PAPER_ENVS, steps=1_000_000, seeds=3, eval_every=100_000, eval_episodes=10),
     }
 
+    # The code-level options of CleanRL's ppo_continuous_action.py (the repository's defaults),
+    # the implementation behind the published MuJoCo numbers in shared/reference. CleanRL's
+    # value loss is 0.5 * MSE with vf_coef 0.5, i.e. 0.25 on our plain MSE.
+    presets = {
+        "cleanrl": {
+            "suite.init": "orthogonal", "suite.obs_clip": 10.0, "suite.reward_scale": True, "suite.reward_clip": 10.0,
+            "algo.adv_norm": "minibatch", "algo.value_clip": True, "algo.lr_anneal": True,
+            "algo.max_grad_norm": 0.5, "algo.vf_coef": 0.25,
+        },
+    }
+    # PPO paper Table 1: the eleven settings compared on the seven environments.
+    grids = {
+        "table1": [
+            ("ppo_kl", {"kl_coef": 0.0, "adaptive": False}),          # no clipping or penalty
+            ("ppo_clip", {"clip_eps": 0.1}), ("ppo_clip", {"clip_eps": 0.2}), ("ppo_clip", {"clip_eps": 0.3}),
+            ("ppo_kl", {"kl_target": 0.003}), ("ppo_kl", {"kl_target": 0.01}), ("ppo_kl", {"kl_target": 0.03}),
+            ("ppo_kl", {"adaptive": False, "kl_coef": 0.3}), ("ppo_kl", {"adaptive": False, "kl_coef": 1.0}),
+            ("ppo_kl", {"adaptive": False, "kl_coef": 3.0}), ("ppo_kl", {"adaptive": False, "kl_coef": 10.0}),
+        ],
+    }
+
     def validate_env(self, env_id: str) -> None:
         if env_id not in gym.registry:
             raise ConfigError(f"unknown environment {env_id!r}; the suite's environments: "
