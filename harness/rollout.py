@@ -1,6 +1,8 @@
 """Rollout collection, shared by every algorithm: fixed horizon and groups; evaluation.
 
-The environments are plain gymnasium-API environments (``reset(seed=)``, ``step``).
+Fixed-horizon collection steps a vectorised environment (``harness/envs.py``); group
+collection steps plain gymnasium-API environments (``reset(seed=)``, ``step``), so that
+each group can be reset to one shared state.
 Actions come from the agent's NumPy fast path; log-probabilities and values are then
 computed in one batched torch pass over the whole rollout (exact for the update, and
 far cheaper than one torch call per step).
@@ -53,7 +55,13 @@ class RewardScaler:
 
 
 def _as_batch_obs(obs_list) -> np.ndarray:
-    return np.asarray(obs_list, dtype=np.float32)
+    return np.asarray(obs_list)
+
+
+def _storage_dtype(obs: np.ndarray) -> np.dtype:
+    """float32 for float observations (MuJoCo returns float64); integer ones (Atari
+    frames, tokens) keep their compact type."""
+    return np.dtype(np.float32) if np.issubdtype(obs.dtype, np.floating) else obs.dtype
 
 
 @torch.no_grad()
@@ -71,19 +79,17 @@ class HorizonCollector:
     marked done so that nothing is bootstrapped from the next episode's first state.
     """
 
-    def __init__(self, envs, num_steps: int, gamma: float, seed: int, with_values: bool,
+    def __init__(self, vec_env, num_steps: int, gamma: float, seed: int, with_values: bool,
                  reward_scaler: RewardScaler | None = None):
-        self.envs, self.num_steps, self.gamma = envs, num_steps, gamma
+        self.vec_env, self.num_steps, self.gamma = vec_env, num_steps, gamma
         self.with_values, self.reward_scaler = with_values, reward_scaler
         self.rng = np.random.default_rng(seed)
-        self.obs = _as_batch_obs([env.reset(seed=seed * 1000 + i)[0] for i, env in enumerate(envs)])
-        self.episode_return = np.zeros(len(envs))
-        self.episode_length = np.zeros(len(envs), dtype=np.int64)
+        self.obs = vec_env.reset(seed=seed * 1000)
         self.global_step = 0
 
     def collect(self, agent) -> tuple[Batch, list[Episode]]:
-        T, N = self.num_steps, len(self.envs)
-        obs_buf = np.empty((T, N, *self.obs.shape[1:]), dtype=np.float32)
+        T, N = self.num_steps, self.vec_env.num_envs
+        obs_buf = np.empty((T, *self.obs.shape), dtype=_storage_dtype(self.obs))
         act_buf = None
         rew_buf = np.zeros((T, N), dtype=np.float32)
         done_buf = np.zeros((T, N), dtype=np.float32)
@@ -95,29 +101,14 @@ class HorizonCollector:
             if act_buf is None:
                 act_buf = np.empty((T, *actions.shape), dtype=actions.dtype)
             act_buf[t] = actions
-            env_actions = agent.env_action(actions)
-            next_obs = self.obs.copy()
-            raw = np.zeros(N)
-            dones = np.zeros(N, dtype=bool)
-            for i, env in enumerate(self.envs):
-                o, r, terminated, truncated, _ = env.step(env_actions[i])
-                raw[i] = r
-                if terminated or truncated:
-                    dones[i] = True
-                    if truncated and not terminated:
-                        truncations.append((t, i, np.asarray(o, dtype=np.float32)))
-                    o, _ = env.reset()
-                next_obs[i] = o
+            step = self.vec_env.step(agent.env_action(actions))
             self.global_step += N
-            self.episode_return += raw
-            self.episode_length += 1
-            for i in np.flatnonzero(dones):
-                episodes.append(Episode(self.global_step, float(self.episode_return[i]), int(self.episode_length[i])))
-                self.episode_return[i] = 0.0
-                self.episode_length[i] = 0
-            rew_buf[t] = self.reward_scaler(raw, dones) if self.reward_scaler is not None else raw
+            dones = step.terminated | step.truncated
+            truncations += [(t, i, o) for i, o in step.final_obs.items()]
+            episodes += [Episode(self.global_step, ret, length) for _, ret, length in step.episodes]
+            rew_buf[t] = self.reward_scaler(step.rewards, dones) if self.reward_scaler is not None else step.rewards
             done_buf[t] = dones
-            self.obs = next_obs
+            self.obs = step.obs
 
         obs_t, act_t = torch.from_numpy(obs_buf), torch.from_numpy(act_buf)
         logp_old, values = _policy_outputs(agent, obs_t, act_t, self.with_values)
@@ -125,9 +116,10 @@ class HorizonCollector:
         last_value = torch.zeros(N)
         if self.with_values:
             with torch.no_grad():
-                last_value = agent.value(torch.from_numpy(self.obs))
+                last_value = agent.value(torch.from_numpy(self.obs.astype(obs_buf.dtype)))
                 if truncations:
-                    final_values = agent.value(torch.from_numpy(np.stack([o for _, _, o in truncations])))
+                    final_obs = np.stack([o for _, _, o in truncations]).astype(obs_buf.dtype)
+                    final_values = agent.value(torch.from_numpy(final_obs))
                     for (t, i, _), v in zip(truncations, final_values):
                         rewards[t, i] += self.gamma * v
         batch = Batch(obs=obs_t, actions=act_t, rewards=rewards, dones=torch.from_numpy(done_buf),
@@ -171,7 +163,8 @@ class GroupCollector:
             episodes += group_episodes
         horizon = max(len(c["obs"]) for c in columns)
         M = len(columns)
-        obs = np.zeros((horizon, M, *columns[0]["obs"][0].shape), dtype=np.float32)
+        first_obs = columns[0]["obs"][0]
+        obs = np.zeros((horizon, M, *first_obs.shape), dtype=_storage_dtype(first_obs))
         actions = np.zeros((horizon, M, *np.shape(columns[0]["actions"][0])), dtype=columns[0]["actions"][0].dtype)
         rewards = np.zeros((horizon, M), dtype=np.float32)
         mask = np.zeros((horizon, M), dtype=np.float32)

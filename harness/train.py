@@ -102,22 +102,20 @@ def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, pr
     algo_cls = algos.get(run.algo)
     cfg = algo_cls.Config(**run.algo_cfg)
 
+    eval_env = suite.make_env(run.env, suite_cfg, train=False)
+    agent = suite.make_agent(eval_env, suite_cfg)
     if algo_cls.rollout == "horizon":
-        envs = [suite.make_env(run.env, suite_cfg) for _ in range(cfg.num_envs)]
+        vec_env = suite.make_vec_env(run.env, suite_cfg, cfg.num_envs)
+        scaler = (RewardScaler(vec_env.num_envs, cfg.gamma, getattr(suite_cfg, "reward_clip", 10.0))
+                  if getattr(suite_cfg, "reward_scale", False) else None)
+        collector = HorizonCollector(vec_env, cfg.num_steps, cfg.gamma, run.seed, algo_cls.uses_critic, scaler)
         steps_per_batch = cfg.num_envs * cfg.num_steps
     else:
         envs = [suite.make_env(run.env, suite_cfg) for _ in range(cfg.group_size)]
-        steps_per_batch = cfg.group_size * cfg.num_groups * (_length_limit(envs[0]) or 1000)
-    eval_env = suite.make_env(run.env, suite_cfg)
-    agent = suite.make_agent(envs[0], suite_cfg)
-    algo = algo_cls(agent, cfg, total_updates=math.ceil(run.steps / steps_per_batch), seed=run.seed)
-
-    if algo_cls.rollout == "horizon":
-        scaler = (RewardScaler(len(envs), cfg.gamma, getattr(suite_cfg, "reward_clip", 10.0))
-                  if getattr(suite_cfg, "reward_scale", False) else None)
-        collector = HorizonCollector(envs, cfg.num_steps, cfg.gamma, run.seed, algo_cls.uses_critic, scaler)
-    else:
         collector = GroupCollector(envs, cfg.num_groups, run.seed, _length_limit(envs[0]))
+        # Episodes vary in length; the limit gives the budget's lower bound on updates.
+        steps_per_batch = cfg.group_size * cfg.num_groups * (_length_limit(envs[0]) or 1000)
+    algo = algo_cls(agent, cfg, total_updates=math.ceil(run.steps / steps_per_batch), seed=run.seed)
 
     checkpoint = run_dir / "checkpoint.pt"
     if checkpoint.exists():

@@ -33,8 +33,14 @@ class Suite(ABC):
         """Raise ``ConfigError`` naming the valid choices if ``env_id`` cannot run here."""
 
     @abstractmethod
-    def make_env(self, env_id: str, cfg: Any):
-        """One gymnasium-API environment (``reset(seed=)``, ``step(action)``)."""
+    def make_env(self, env_id: str, cfg: Any, train: bool = True):
+        """One gymnasium-API environment (``reset(seed=)``, ``step(action)``); ``train=False``
+        gives the evaluation form (e.g. Atari: whole games, raw scores)."""
+
+    def make_vec_env(self, env_id: str, cfg: Any, num_envs: int):
+        """The vectorised training environments of fixed-horizon collection (``harness/envs.py``)."""
+        from harness.envs import ListVecEnv
+        return ListVecEnv([self.make_env(env_id, cfg) for _ in range(num_envs)])
 
     @abstractmethod
     def make_agent(self, env, cfg: Any):

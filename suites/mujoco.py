@@ -222,7 +222,7 @@ class MujocoSuite(Suite):
         finally:
             env.close()
 
-    def make_env(self, env_id: str, cfg: MujocoConfig) -> gym.Env:
+    def make_env(self, env_id: str, cfg: MujocoConfig, train: bool = True) -> gym.Env:
         # The passive env checker re-validates every step (~5 us); the spaces were checked in validate_env.
         return gym.make(env_id, disable_env_checker=True)
 
