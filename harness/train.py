@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import math
 import os
 import random
@@ -20,9 +21,6 @@ from harness.batch import concat_columns
 from harness.config import RunConfig
 from harness.results import (EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, atomic_write_bytes, atomic_write_text,
                              git_commit, now, package_versions, read_run_json, write_csv)
-from harness.rollout import GroupCollector, HorizonCollector, RewardScaler, evaluate
-
-import json
 
 # Validation of distribution arguments costs a few microseconds per call in the hot loop.
 torch.distributions.Distribution.set_default_validate_args(False)
@@ -41,11 +39,6 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _length_limit(env) -> int | None:
-    spec = getattr(env, "spec", None)
-    return getattr(spec, "max_episode_steps", None)
-
-
 class RunState:
     """The rows so far and the counters: what a checkpoint must restore."""
 
@@ -57,6 +50,7 @@ class RunState:
         self.metrics: list[dict] = []
         self.next_eval = 0
         self.metric_columns: list[str] = list(METRIC_LEADING)
+        self.eval_columns: list[str] = list(EVAL_COLUMNS)
 
 
 def train(run: RunConfig, progress: Callable[[int], None] | None = None) -> dict:
@@ -92,7 +86,7 @@ def train(run: RunConfig, progress: Callable[[int], None] | None = None) -> dict
 
 def _write_rows(run_dir: Path, state: RunState) -> None:
     write_csv(run_dir / "episodes.csv", state.episodes, EPISODE_COLUMNS)
-    write_csv(run_dir / "evals.csv", state.evals, EVAL_COLUMNS)
+    write_csv(run_dir / "evals.csv", state.evals, state.eval_columns)
     write_csv(run_dir / "metrics.csv", state.metrics, state.metric_columns)
 
 
@@ -103,18 +97,8 @@ def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, pr
     cfg = algo_cls.Config(**run.algo_cfg)
 
     eval_env = suite.make_env(run.env, suite_cfg, train=False)
-    agent = suite.make_agent(eval_env, suite_cfg)
-    if algo_cls.rollout == "horizon":
-        vec_env = suite.make_vec_env(run.env, suite_cfg, cfg.num_envs)
-        scaler = (RewardScaler(vec_env.num_envs, cfg.gamma, getattr(suite_cfg, "reward_clip", 10.0))
-                  if getattr(suite_cfg, "reward_scale", False) else None)
-        collector = HorizonCollector(vec_env, cfg.num_steps, cfg.gamma, run.seed, algo_cls.uses_critic, scaler)
-        steps_per_batch = cfg.num_envs * cfg.num_steps
-    else:
-        envs = [suite.make_env(run.env, suite_cfg) for _ in range(cfg.group_size)]
-        collector = GroupCollector(envs, cfg.num_groups, run.seed, _length_limit(envs[0]))
-        # Episodes vary in length; the limit gives the budget's lower bound on updates.
-        steps_per_batch = cfg.group_size * cfg.num_groups * (_length_limit(envs[0]) or 1000)
+    agent = suite.make_agent(eval_env, suite_cfg).to(run.device)
+    collector, steps_per_batch = suite.make_collector(run.env, suite_cfg, algo_cls, cfg, run.seed)
     algo = algo_cls(agent, cfg, total_updates=math.ceil(run.steps / steps_per_batch), seed=run.seed)
 
     checkpoint = run_dir / "checkpoint.pt"
@@ -125,7 +109,7 @@ def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, pr
     start = time.perf_counter() - state.wall_seconds
     while collector.global_step < run.steps:
         if collector.global_step >= state.next_eval:
-            _evaluate(agent, eval_env, run, eval_seed, collector.global_step, state)
+            _evaluate(suite, agent, eval_env, run, eval_seed, collector.global_step, state)
         batch, episodes, extra = _collect(collector, agent, algo, cfg)
         state.episodes += [{"global_step": e.global_step, "episode_return": e.ret, "episode_length": e.length}
                            for e in episodes]
@@ -152,7 +136,7 @@ def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, pr
             progress(collector.global_step)
         if state.update % run.checkpoint_every == 0:
             _save(checkpoint, run, agent, algo, collector, state)
-    _evaluate(agent, eval_env, run, eval_seed, collector.global_step, state)
+    _evaluate(suite, agent, eval_env, run, eval_seed, collector.global_step, state)
     state.wall_seconds = time.perf_counter() - start
     _write_rows(run_dir, state)
     checkpoint.unlink(missing_ok=True)
@@ -184,10 +168,12 @@ def _collect(collector, agent, algo, cfg):
     return batch, episodes, extra
 
 
-def _evaluate(agent, eval_env, run, eval_seed, global_step, state: RunState) -> None:
-    returns = evaluate(agent, eval_env, run.eval_episodes, eval_seed)
-    state.evals.append({"global_step": global_step, "eval_return_mean": float(np.mean(returns)),
-                        "eval_return_std": float(np.std(returns)), "eval_episodes": len(returns)})
+def _evaluate(suite, agent, eval_env, run, eval_seed, global_step, state: RunState) -> None:
+    row = {"global_step": global_step, **suite.evaluate(agent, eval_env, run.eval_episodes, eval_seed)}
+    for key in row:
+        if key not in state.eval_columns:
+            state.eval_columns.append(key)
+    state.evals.append(row)
     state.next_eval = (global_step // run.eval_every + 1) * run.eval_every
 
 

@@ -45,3 +45,30 @@ class Suite(ABC):
     @abstractmethod
     def make_agent(self, env, cfg: Any):
         """The agent (see ``harness/agent.py``) for this environment."""
+
+    def make_collector(self, env_id: str, cfg: Any, algo_cls: type, algo_cfg: Any, seed: int):
+        """The rollout collector the algorithm asks for, and the steps one batch takes
+        (for schedules). Fixed horizon: N environments x T steps; groups: G environments
+        reset to one shared state per group. A suite with its own notion of a rollout
+        (LLM generation) overrides this."""
+        from harness.rollout import GroupCollector, HorizonCollector, RewardScaler
+        if algo_cls.rollout == "horizon":
+            vec_env = self.make_vec_env(env_id, cfg, algo_cfg.num_envs)
+            scaler = (RewardScaler(vec_env.num_envs, algo_cfg.gamma, getattr(cfg, "reward_clip", 10.0))
+                      if getattr(cfg, "reward_scale", False) else None)
+            collector = HorizonCollector(vec_env, algo_cfg.num_steps, algo_cfg.gamma, seed, algo_cls.uses_critic, scaler)
+            return collector, algo_cfg.num_envs * algo_cfg.num_steps
+        envs = [self.make_env(env_id, cfg) for _ in range(algo_cfg.group_size)]
+        limit = getattr(getattr(envs[0], "spec", None), "max_episode_steps", None)
+        collector = GroupCollector(envs, algo_cfg.num_groups, seed, limit)
+        # Episodes vary in length; the length limit gives a lower bound on the number of updates.
+        return collector, algo_cfg.group_size * algo_cfg.num_groups * (limit or 1000)
+
+    def evaluate(self, agent, env, episodes: int, seed: int) -> dict[str, float]:
+        """One evaluation: ``eval_return_mean``, ``eval_return_std``, ``eval_episodes`` and any
+        further columns of ``evals.csv`` the suite reports."""
+        import numpy as np
+        from harness.rollout import evaluate
+        returns = evaluate(agent, env, episodes, seed)
+        return {"eval_return_mean": float(np.mean(returns)), "eval_return_std": float(np.std(returns)),
+                "eval_episodes": len(returns)}
