@@ -1,0 +1,226 @@
+"""Policy objectives, KL estimators, aggregation and conjugate gradient against formulas."""
+import math
+
+import pytest
+import torch
+
+from algos.losses import (AGGREGATION_MODES, aggregate, clip_fraction, clipped_surrogate, importance_surrogate,
+                          kl_estimate, policy_gradient)
+from algos.trpo import conjugate_gradient
+
+
+def gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+# --------------------------------------------------------------------------------------
+# clipped surrogate
+
+
+@pytest.mark.parametrize("eps_low,eps_high", [(0.2, None), (0.2, 0.28), (0.1, 0.3)])
+def test_clipped_surrogate_matches_formula(eps_low, eps_high):
+    g = gen(0)
+    logp = torch.randn(40, generator=g) * 0.3
+    logp_old = torch.randn(40, generator=g) * 0.3
+    adv = torch.randn(40, generator=g)
+    out = clipped_surrogate(logp, logp_old, adv, eps_low, eps_high)
+    hi = eps_low if eps_high is None else eps_high
+    ref = []
+    for lp, lo, a in zip(logp.tolist(), logp_old.tolist(), adv.tolist()):
+        r = math.exp(lp - lo)
+        ref.append(-min(r * a, min(max(r, 1 - eps_low), 1 + hi) * a))
+    torch.testing.assert_close(out, torch.tensor(ref), rtol=1e-5, atol=1e-6)
+    # the random ratios must actually reach both clipping regions for this to test anything
+    ratio = torch.exp(logp - logp_old)
+    assert (ratio > 1 + hi).any() and (ratio < 1 - eps_low).any()
+
+
+def surrogate_grad(ratio, adv, eps_low, eps_high=None):
+    logp_old = torch.tensor(-1.3)
+    logp = (logp_old + math.log(ratio)).clone().requires_grad_(True)
+    loss = clipped_surrogate(logp, logp_old, torch.tensor(adv), eps_low, eps_high)
+    loss.backward()
+    return logp.grad.item()
+
+
+@pytest.mark.parametrize("eps_low,eps_high", [(0.2, None), (0.2, 0.28)])
+def test_clipped_surrogate_gradient_follows_the_clipping_table(eps_low, eps_high):
+    hi = eps_low if eps_high is None else eps_high
+    # A > 0, r > 1 + eps_high: clipped, gradient exactly 0
+    assert surrogate_grad(1 + hi + 0.05, 1.5, eps_low, eps_high) == 0.0
+    # A > 0, r < 1 + eps_high (also below 1 - eps_low): unclipped, d(-r A)/dlogp = -r A
+    for r in (1 + hi - 0.05, 1.0, 1 - eps_low - 0.1):
+        assert surrogate_grad(r, 1.5, eps_low, eps_high) == pytest.approx(-r * 1.5, rel=1e-5)
+    # A < 0, r < 1 - eps_low: clipped, gradient exactly 0
+    assert surrogate_grad(1 - eps_low - 0.05, -2.0, eps_low, eps_high) == 0.0
+    # A < 0, r > 1 - eps_low (also above 1 + eps_high): unclipped
+    for r in (1 - eps_low + 0.05, 1.0, 1 + hi + 0.2):
+        assert surrogate_grad(r, -2.0, eps_low, eps_high) == pytest.approx(-r * -2.0, rel=1e-5)
+
+
+def test_clip_higher_is_asymmetric():
+    # r = 1.25 lies inside [0.8, 1.28] (DAPO) but outside [0.8, 1.2] (PPO)
+    assert surrogate_grad(1.25, 1.0, 0.2, 0.28) != 0.0
+    assert surrogate_grad(1.25, 1.0, 0.2) == 0.0
+    # and the low side is unaffected by eps_high
+    assert surrogate_grad(0.75, -1.0, 0.2, 0.28) == 0.0
+    loss = clipped_surrogate(torch.tensor(math.log(1.4)), torch.tensor(0.0), torch.tensor(1.0), 0.2, 0.28)
+    assert loss.item() == pytest.approx(-1.28, rel=1e-6)
+
+
+def test_clip_fraction_and_simple_surrogates():
+    logp_old = torch.zeros(5)
+    ratio = torch.tensor([0.7, 0.85, 1.0, 1.25, 1.35])
+    logp = torch.log(ratio)
+    torch.testing.assert_close(clip_fraction(logp, logp_old, 0.2), torch.tensor([1.0, 0, 0, 1, 1]))
+    torch.testing.assert_close(clip_fraction(logp, logp_old, 0.2, 0.28), torch.tensor([1.0, 0, 0, 0, 1]))
+    adv = torch.tensor([1.0, -2.0, 0.5, 3.0, -1.0])
+    torch.testing.assert_close(importance_surrogate(logp, logp_old, adv), -ratio * adv)
+    torch.testing.assert_close(policy_gradient(logp, adv), -logp * adv)
+
+
+# --------------------------------------------------------------------------------------
+# KL estimators
+
+
+def test_kl_estimators_match_formulas():
+    g = gen(1)
+    logp = torch.randn(30, generator=g) - 1
+    logp_ref = torch.randn(30, generator=g) - 1
+    for kind, f in {
+        "k1": lambda lp, lr: lp - lr,
+        "k2": lambda lp, lr: 0.5 * (lr - lp) ** 2,
+        "k3": lambda lp, lr: math.exp(lr - lp) - 1 - (lr - lp),
+    }.items():
+        out = kl_estimate(logp, logp_ref, kind)
+        ref = torch.tensor([f(a, b) for a, b in zip(logp.tolist(), logp_ref.tolist())])
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
+    assert (kl_estimate(logp, logp_ref, "k3") >= 0).all()
+    with pytest.raises(ValueError, match="k1"):
+        kl_estimate(logp, logp_ref, "k4")
+
+
+def test_kl_estimators_are_unbiased_for_known_categoricals():
+    p = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64)
+    q = torch.tensor([0.25, 0.25, 0.25, 0.25], dtype=torch.float64)
+    true_kl = float((p * (p / q).log()).sum())  # KL(p || q) ~ 0.2
+    samples = torch.multinomial(p, 200_000, replacement=True, generator=gen(2))
+    logp, logq = p.log()[samples], q.log()[samples]
+    k1 = kl_estimate(logp, logq, "k1").mean().item()
+    k3 = kl_estimate(logp, logq, "k3").mean().item()
+    assert k1 == pytest.approx(true_kl, abs=0.01)
+    assert k3 == pytest.approx(true_kl, abs=0.01)
+    # the exact expectations under p (no sampling) equal the true KL as well
+    log_r = q.log() - p.log()
+    assert float((p * -log_r).sum()) == pytest.approx(true_kl, rel=1e-12)
+    assert float((p * (log_r.exp() - 1 - log_r)).sum()) == pytest.approx(true_kl, rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------
+# aggregation
+
+
+def aggregate_loop(x, mask, mode):
+    T, N = len(x), len(x[0])
+    if mode == "token-mean":
+        total = sum(x[t][n] for t in range(T) for n in range(N) if mask[t][n])
+        count = sum(1 for t in range(T) for n in range(N) if mask[t][n])
+        return total / count
+    per_seq = []
+    for n in range(N):
+        vals = [x[t][n] for t in range(T) if mask[t][n]]
+        if not vals:
+            continue
+        per_seq.append(sum(vals) / len(vals) if mode == "seq-mean-token-mean" else sum(vals))
+    return sum(per_seq) / len(per_seq)
+
+
+def random_masked(seed, T=7, N=6):
+    g = gen(seed)
+    x = torch.randn(T, N, generator=g)
+    lengths = torch.randint(1, T + 1, (N,), generator=g)
+    mask = (torch.arange(T).unsqueeze(1) < lengths.unsqueeze(0)).float()
+    return x, mask
+
+
+@pytest.mark.parametrize("mode", AGGREGATION_MODES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_aggregate_matches_loop(mode, seed):
+    x, mask = random_masked(seed)
+    x = torch.where(mask > 0, x, torch.full_like(x, 1e3))  # padding must not leak in
+    out = aggregate(x, mask, mode)
+    assert out.dim() == 0
+    assert out.item() == pytest.approx(aggregate_loop(x.tolist(), mask.tolist(), mode), rel=1e-5)
+
+
+def test_aggregate_modes_differ_on_ragged_masks():
+    x, mask = random_masked(3)
+    values = [aggregate(x, mask, m).item() for m in AGGREGATION_MODES]
+    assert len({round(v, 6) for v in values}) == 3
+
+
+def test_aggregate_unknown_mode():
+    x, mask = random_masked(0)
+    with pytest.raises(ValueError, match="token-mean"):
+        aggregate(x, mask, "sum")
+
+
+@pytest.mark.parametrize("mode", AGGREGATION_MODES)
+def test_micro_batch_gradients_sum_to_the_full_batch_gradient(mode):
+    x, mask = random_masked(4, T=8, N=9)
+    w = torch.randn(8, 9, generator=gen(5))
+    theta = torch.randn(3, generator=gen(6), requires_grad=True)
+
+    def per_token(cols):  # a quantity depending nonlinearly on parameters
+        return torch.tanh(theta[0] * x[:, cols] + theta[1]) * w[:, cols] + theta[2] ** 2 * x[:, cols]
+
+    all_cols = torch.arange(9)
+    full = aggregate(per_token(all_cols), mask, mode)
+    (g_full,) = torch.autograd.grad(full, theta)
+
+    normalizer = mask.sum() if mode == "token-mean" else (mask.sum(0) > 0).sum()
+    g_sum = torch.zeros_like(theta)
+    for cols in torch.tensor_split(torch.randperm(9, generator=gen(7)), 3):
+        part = aggregate(per_token(cols), mask[:, cols], mode, normalizer=normalizer)
+        (g,) = torch.autograd.grad(part, theta)
+        g_sum += g
+    torch.testing.assert_close(g_sum, g_full, rtol=1e-5, atol=1e-6)
+    # without the shared normalizer the sum is not the full gradient (the test has teeth)
+    g_naive = sum(torch.autograd.grad(aggregate(per_token(c), mask[:, c], mode), theta)[0]
+                  for c in torch.tensor_split(torch.arange(9), 3))
+    assert not torch.allclose(g_naive, g_full, rtol=1e-3)
+
+
+# --------------------------------------------------------------------------------------
+# conjugate gradient
+
+
+@pytest.mark.parametrize("n,seed", [(5, 0), (12, 1)])
+def test_conjugate_gradient_solves_spd_system(n, seed):
+    g = gen(seed)
+    m = torch.randn(n, n, generator=g, dtype=torch.float64)
+    A = m @ m.T + 0.5 * torch.eye(n, dtype=torch.float64)
+    b = torch.randn(n, generator=g, dtype=torch.float64)
+    calls = []
+
+    def matvec(v):
+        calls.append(1)
+        return A @ v
+
+    b_before = b.clone()
+    x = conjugate_gradient(matvec, b, iters=3 * n, tol=1e-20)
+    torch.testing.assert_close(x, torch.linalg.solve(A, b), rtol=1e-6, atol=1e-8)
+    assert len(calls) <= 3 * n
+    assert torch.equal(b, b_before)
+    # the residual of the returned solution is small in the problem's own terms
+    assert torch.linalg.norm(A @ x - b) < 1e-8 * torch.linalg.norm(b)
+
+
+def test_conjugate_gradient_is_exact_in_n_steps_on_small_system():
+    A = torch.tensor([[4.0, 1.0, 0.0], [1.0, 3.0, 0.5], [0.0, 0.5, 2.0]], dtype=torch.float64)
+    b = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+    x = conjugate_gradient(lambda v: A @ v, b, iters=3, tol=0.0)
+    torch.testing.assert_close(x, torch.linalg.solve(A, b))
+    b_before = b.clone()
+    conjugate_gradient(lambda v: A @ v, b, iters=3)
+    assert torch.equal(b, b_before)  # the right-hand side is not modified in place
