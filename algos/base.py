@@ -41,7 +41,7 @@ def check_choice(name: str, value: Any, choices: tuple) -> None:
 def check_positive(cfg: Any, *names: str) -> None:
     for name in names:
         value = getattr(cfg, name)
-        if value is not None and value <= 0:
+        if value is not None and not value > 0:  # also rejects NaN
             raise ConfigError(f"{name}={value} must be positive")
 
 

@@ -96,7 +96,10 @@ class MLPAgent(nn.Module):
     def dist(self, obs: torch.Tensor):
         out = self.policy_net(self._features(obs))
         if self.continuous:
-            return DiagGaussian(out, self.log_std)
+            # Without autograd this is a snapshot (pi_old in TRPO's line search): it must not
+            # follow later in-place changes of the log-std parameter.
+            log_std = self.log_std if torch.is_grad_enabled() else self.log_std.detach().clone()
+            return DiagGaussian(out, log_std)
         return Categorical(logits=out)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
