@@ -7,6 +7,7 @@ observation normalisation clipped to [-5, 5].
 """
 from __future__ import annotations
 
+import operator
 from copy import deepcopy
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from harness.agent import RunningMeanStd
 from harness.distributions import DiagGaussian
 from harness.config import ConfigError
 from suites.base import Scale, Suite
+
+_VERSION = operator.attrgetter("_version")
 
 # The PPO paper's Table 1 environments ("-v1" in 2017; -v5 is the maintained form).
 PAPER_ENVS = ("HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "InvertedPendulum-v5",
@@ -141,7 +144,7 @@ class MLPAgent(nn.Module):
         if not hasattr(self, "_tracked"):
             self._tracked = [*self.policy_net.parameters(), *self.buffers()] + (
                 [self.log_std] if self.continuous else [])
-        return sum(t._version for t in self._tracked)
+        return sum(map(_VERSION, self._tracked))
 
     def _snapshot(self):
         version = self._version()
