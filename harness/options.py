@@ -1,0 +1,62 @@
+"""Help text for configuration dataclasses, from their own source.
+
+Each field's trailing comment is its documentation and names the source of its default
+(CleanRL's one-line field docstrings, read here from the ``# ...`` comment instead), so
+``./run_all.sh help algo=ppo_clip`` prints exactly what the code says.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import io
+import tokenize
+
+
+def field_comments(cls: type) -> dict[str, str]:
+    """``{field: comment}`` for ``name: type = default  # comment`` lines of ``cls`` and its bases."""
+    comments: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):
+            continue
+        names = {f.name for f in dataclasses.fields(klass)}
+        for line in source.splitlines():
+            stripped = line.strip()
+            name = stripped.split(":", 1)[0].strip()
+            if name not in names or "#" not in stripped:
+                continue
+            comment = _trailing_comment(stripped)
+            if comment:
+                comments[name] = comment
+    return comments
+
+
+def _trailing_comment(line: str) -> str | None:
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
+            if tok.type == tokenize.COMMENT:
+                return tok.string.lstrip("#").strip()
+    except (tokenize.TokenError, IndentationError):
+        return None
+    return None
+
+
+def describe(cls: type, prefix: str, defaults: dict | None = None) -> str:
+    """One line per option: ``prefix.name=default   comment``; ``defaults`` overrides the
+    dataclass defaults (a suite's table for this algorithm)."""
+    comments = field_comments(cls)
+    instance_defaults = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            instance_defaults[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            instance_defaults[f.name] = f.default_factory()  # type: ignore[misc]
+    instance_defaults.update(defaults or {})
+    from harness.config import format_value
+    rows = [(f"{prefix}{f.name}={format_value(instance_defaults.get(f.name))}", comments.get(f.name, ""))
+            for f in dataclasses.fields(cls)]
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"  {left.ljust(width)}  {right}".rstrip() for left, right in rows)
