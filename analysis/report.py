@@ -1,0 +1,498 @@
+"""The report of one suite: ``<results_dir>/reports/<suite>/``
+
+- ``index.html``: self-contained (figures embedded as base64 PNG, tables as HTML tables, the runs'
+  configs and package versions, the date);
+- ``report.md`` beside it, with the same tables and links to the figures;
+- every figure as ``<name>.png`` and ``<name>.svg``, and the numeric tables as CSV.
+
+``render_report(results_dir, suite)`` works on whatever is there: runs that are not done, missing
+seeds or environments and mixed budgets are left out and listed at the top of the report.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from analysis import figures as figs
+from analysis import stats
+from analysis.load import REPORTS_DIR, AnalysisError, Results, load_results, order_labels, split_label
+from analysis.reference import ATARI_SOURCE, PAPER, TABLE2
+from analysis.scores import (SCORE_NAMES, human_normalise, normalise_random_best, published_atari_scores,
+                             random_scores, run_scores, score_dict, scoring)
+from analysis.tables import (Table, aggregate_presentable, aggregate_table, env_score_presentable, env_score_table,
+                             fmt, llm_presentable, llm_table, poi_presentable, poi_table, table1, table1_presentable,
+                             table2, table2_presentable)
+
+MAX_POI_LABELS = 24     # past this the matrix is unreadable: it keeps the plain algorithms and Table 1 rows
+
+
+@dataclass
+class Section:
+    title: str
+    anchor: str
+    parts: list = field(default_factory=list)     # str (paragraph text), Table, figs.Figure, ("html", str)
+
+
+@dataclass
+class Report:
+    suite: str
+    results: Results
+    out_dir: Path
+    reps: int
+    sections: list[Section] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)        # left out / problems, shown at the top
+    failures: list[str] = field(default_factory=list)     # sections that could not be built
+    csv: dict[str, pd.DataFrame] = field(default_factory=dict)
+    path: Path | None = None                               # index.html, once written
+
+    def section(self, title: str, anchor: str, build: Callable[[Section], None]) -> None:
+        sec = Section(title, anchor)
+        try:
+            build(sec)
+        except AnalysisError:
+            raise
+        except Exception as exc:  # one broken section must not cost the whole report
+            self.failures.append(f"{title}: {type(exc).__name__}: {exc}")
+            sec.parts = [f"This section could not be built: {type(exc).__name__}: {exc}",
+                         ("pre", traceback.format_exc(limit=4))]
+        if sec.parts:
+            self.sections.append(sec)
+
+
+def render_report(results_dir: str | Path, suite: str, reps: int = stats.DEFAULT_REPS, steps: int | None = None,
+                  out_dir: str | Path | None = None, measure_random: Callable[[str], dict] | None = None) -> Path:
+    """Render the report of ``suite`` from the runs under ``results_dir``; returns the path of its
+    ``index.html``. Raises ``AnalysisError`` (one line) when there is nothing to report on (missing or
+    empty folder, no done runs) or a done run's CSV is corrupt. ``measure_random`` replaces the
+    random-policy measurement (tests)."""
+    return build_report(results_dir, suite, reps, steps, out_dir, measure_random).path
+
+
+def build_report(results_dir: str | Path, suite: str, reps: int = stats.DEFAULT_REPS, steps: int | None = None,
+                 out_dir: str | Path | None = None, measure_random: Callable[[str], dict] | None = None) -> "Report":
+    """``render_report``, returning the ``Report`` (its ``path``, ``notes``, ``failures``, ``csv`` tables)."""
+    import warnings as _warnings
+    from analysis.load import ResultsWarning
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore", ResultsWarning)     # they are listed in the report instead
+        # the scores and curves read episodes.csv; the LLM table also evals.csv and metrics.csv
+        sources = (("episodes.csv", "evals.csv", "metrics.csv") if scoring(suite)["score"] == "final_eval"
+                   else ("episodes.csv",))
+        results = load_results(results_dir, suite, steps=steps, sources=sources)
+    if suite not in results.budgets:
+        raise AnalysisError(f"no completed runs of suite {suite} in {results_dir}")
+    out = Path(out_dir) if out_dir is not None else Path(results_dir) / REPORTS_DIR / suite
+    report = Report(suite, results, out, reps)
+    report.notes += results.warnings
+    kind = scoring(suite)
+    if kind["normalise"] == "random-best":
+        _mujoco_sections(report, measure_random)
+    elif kind["normalise"] == "human":
+        _atari_sections(report)
+    elif kind["score"] == "final_eval":
+        _llm_sections(report)
+    else:
+        _generic_sections(report)
+    report.section("Runs, configuration and versions", "runs", lambda sec: _runs_section(report, sec))
+    report.path = _write(report)
+    return report
+
+
+# ---------------------------------------------------------------------------------------
+# suite sections
+
+def _curve_sections(report: Report, metric: str = "episode_return", ylabel: str = "episode return",
+                    caption: str | None = None) -> None:
+    results, suite = report.results, report.suite
+
+    def build(sec: Section) -> None:
+        rows = results.metric(metric)
+        rows = rows[rows["suite"] == suite]
+        if rows.empty:
+            return
+        steps = report.results.budgets[suite]
+        if metric == "episode_return":
+            curves = figs.run_curves(rows, steps)
+            cap = caption or (f"Mean over seeds of each run's running mean of its last 100 training episode returns "
+                              f"(the paper's score, read at {figs.CURVE_POINTS} points); shaded: 95% bootstrap "
+                              f"interval over seeds ({stats.BOOTSTRAP_SEED} seed).")
+        else:
+            curves = rows.rename(columns={})[["suite", "env", "algo", "variant", "label", "seed", "step", "value"]]
+            cap = caption or "Mean over seeds of the evaluation score; shaded: 95% bootstrap interval over seeds."
+        curves = curves.astype({"label": str, "env": str})
+        labels, envs = results.labels(suite), results.envs(suite)
+        styles = figs.label_styles(labels)
+        for part, group in figs.split_for_curves(labels):
+            name = "learning_curves" + (f"_{part}" if part else "")
+            title = "Learning curves" + (f" — {part}" if part else "")
+            sec.parts.append(figs.learning_curves(curves, envs, group, styles, name, title, cap, ylabel))
+    report.section("Learning curves (Figure 3 style)", "curves", build)
+
+
+def _rliable_sections(report: Report, scores: pd.DataFrame, envs: list[str], value: str, unit: str,
+                      prefer: list[str] | None = None, extra_rows: pd.DataFrame | None = None) -> None:
+    """Aggregate metrics, performance profiles, probability of improvement on ``scores[value]``."""
+    reps = report.reps
+    labels = order_labels(scores["label"].unique())
+    sd, notes = score_dict(scores, envs, labels, value)
+    report.notes.extend(n for n in notes if n not in report.notes)
+    styles = figs.label_styles(labels)
+    if not sd:
+        return
+    if min(m.shape[0] for m in sd.values()) < 2:
+        report.notes.append("some settings have a single seed per environment: a bootstrap has nothing to resample "
+                            "within an environment, so their CIs collapse to the point estimate")
+
+    def aggregates(sec: Section) -> None:
+        agg = aggregate_table(sd, reps)
+        report.csv["aggregates"] = agg
+        sec.parts.append(f"rliable's aggregate metrics of the {unit} over runs × environments "
+                         f"({len(envs)} environments): median and mean of the per-environment means, the "
+                         f"interquartile mean (IQM) of all runs, and the optimality gap (how far below 1 the "
+                         f"runs fall, lower is better). 95% stratified-bootstrap CIs ({reps} resamples, seed "
+                         f"{stats.BOOTSTRAP_SEED}).")
+        table = aggregate_presentable(agg, f"Aggregate {unit} [95% CI]")
+        if extra_rows is not None and not extra_rows.empty:
+            for r in extra_rows.to_dict("records"):
+                table.rows.append([r["label"]] + [fmt(r[m]) for m in stats.AGGREGATES])
+                table.row_classes = [""] * (len(table.rows) - 1) + ["ref"]
+        sec.parts.append(table)
+        sec.parts.append(figs.aggregates_figure(agg, styles, "aggregates", "Aggregate metrics",
+                                                "Point estimate (black) and 95% CI (bar).", unit))
+    report.section("Aggregate metrics (rliable)", "aggregates", aggregates)
+
+    def profiles(sec: Section) -> None:
+        all_scores = np.concatenate([m.ravel() for m in sd.values()])
+        hi = max(1.2, float(np.nanpercentile(all_scores, 99)) * 1.05)
+        lo = min(0.0, float(np.nanmin(all_scores)))
+        taus = np.linspace(lo, hi, 101)
+        prof = stats.performance_profiles(sd, taus, reps)
+        sec.parts.append(figs.profiles_figure(prof, taus, styles, "performance_profiles", "Performance profiles",
+                                              "Fraction of runs (all environments) whose score exceeds τ; shaded: "
+                                              "95% stratified-bootstrap CI.", f"{unit} (τ)"))
+    report.section("Performance profiles", "profiles", profiles)
+
+    def poi(sec: Section) -> None:
+        keep = list(sd)
+        if len(keep) > MAX_POI_LABELS:
+            preferred = [lab for lab in keep if not split_label(lab)[1] or (prefer and lab in prefer)]
+            sec.parts.append(f"{len(keep)} settings: the matrix shows the {len(preferred)} algorithms and Table 1 rows.")
+            keep = preferred
+        if len(keep) < 2:
+            return
+        table = poi_table({k: sd[k] for k in keep}, reps)
+        report.csv["probability_of_improvement"] = table
+        sec.parts.append(f"P(X > Y): the probability that a run of X scores higher than a run of Y on the same "
+                         f"environment (Mann-Whitney U / n·m, ties half), averaged over environments; 95% CIs "
+                         f"from one stratified bootstrap in which each setting's runs are resampled "
+                         f"independently ({reps} resamples).")
+        sec.parts.append(figs.poi_figure(table, "probability_of_improvement", "Probability of improvement",
+                                         "P(row > column), point estimates."))
+        presentable = poi_presentable(table)
+        sec.parts.append(presentable if len(keep) <= 8 else ("details", f"Every pair with its 95% CI ({len(keep)} settings)",
+                                                             presentable))
+    report.section("Probability of improvement", "poi", poi)
+
+
+def _mujoco_sections(report: Report, measure_random) -> None:
+    results, suite, reps = report.results, report.suite, report.reps
+    scores = run_scores(results, "last100", suite)
+    report.notes.extend(n for n in results.warnings if n not in report.notes)
+    envs = sorted(scores["env"].unique())
+    random, problems = random_scores(results.root, suite, envs, measure_random)
+    normed, constants, norm_problems = normalise_random_best(scores, random)
+    report.notes += problems + norm_problems
+    norm_envs = sorted(normed.loc[normed["normalised"].notna(), "env"].unique())
+    report.csv["run_scores"] = normed
+    report.csv["normalisation"] = constants
+
+    def t1(sec: Section) -> None:
+        t = table1(results, suite, normed, norm_envs, reps)
+        report.csv["table1"] = t
+        sec.parts.append(
+            f"Score of a run: the {SCORE_NAMES['last100']}; per environment shifted and scaled so that the random "
+            f"policy (uniform random actions, {100} episodes, measured by pg-arena and cached in "
+            f"{suite}/random_scores.json) scores 0 and the best setting of this report (highest mean over seeds) "
+            f"scores 1; then averaged over the runs × environments of a setting (seeds present on every "
+            f"environment). 95% stratified-bootstrap CI (rliable, {reps} resamples, seed {stats.BOOTSTRAP_SEED}). "
+            f"'paper': {PAPER}, Table 1 (7 MuJoCo -v1 environments, 1M steps, 3 seeds; its best result = 1 over "
+            f"its 11 settings). This report: {len(norm_envs)} environment(s) at {results.budgets[suite]:,} steps.")
+        sec.parts.append(table1_presentable(t, len(norm_envs)))
+    report.section("Table 1 — normalised scores", "table1", t1)
+
+    def per_env(sec: Section) -> None:
+        t = env_score_table(scores, reps=reps)
+        report.csv["env_scores"] = t
+        sec.parts.append(env_score_presentable(
+            t, f"Score per environment: {SCORE_NAMES['last100']}, mean over seeds [95% CI]", constants))
+    report.section("Scores per environment", "scores", per_env)
+
+    if norm_envs:
+        t1_labels = [lab for lab in (report.csv.get("table1", pd.DataFrame()).get("label", pd.Series(dtype=object)))
+                     if isinstance(lab, str)]
+        _rliable_sections(report, normed, norm_envs, "normalised", "normalised score", prefer=t1_labels)
+    _curve_sections(report)
+
+
+def _atari_sections(report: Report) -> None:
+    results, suite, reps = report.results, report.suite, report.reps
+    last = run_scores(results, "last100", suite)
+    every = run_scores(results, "all", suite)
+    report.notes.extend(n for n in results.warnings if n not in report.notes)
+    last_h, problems = human_normalise(last)
+    every_h, _ = human_normalise(every)
+    report.notes += problems
+    labels = order_labels(last["label"].unique())
+    games = sorted(last_h.loc[last_h["normalised"].notna(), "env"].unique())
+    report.csv["run_scores"] = last_h
+
+    def t2(sec: Section) -> None:
+        t = table2(every_h, last_h, labels)
+        report.csv["table2"] = t.drop(columns=["paper"])
+        sec.parts.append(f"A game is won by the setting with the highest mean over seeds; equal means count as a tie. "
+                         f"Only games where every setting has runs count. 'paper': {PAPER}, Table 2 "
+                         f"(A2C, ACER, PPO; 49 games, 40M frames, 3 seeds).")
+        sec.parts.append(table2_presentable(t, labels))
+        pub = published_atari_scores()
+        from analysis.scores import win_counts
+        wins = win_counts(pub, by="env", labels=["A2C", "ACER", "PPO"])
+        sec.parts.append(f"The same count on the paper's per-game last-100 table (Appendix B, rounded to 0.1): "
+                         f"{', '.join(f'{k} {v}' for k, v in wins.items())} (paper: "
+                         f"{', '.join(f'{k} {v}' for k, v in TABLE2['last100'].items())}; Pong is 20.7 for both "
+                         f"ACER and PPO after rounding).")
+    report.section("Table 2 — games won", "table2", t2)
+
+    def per_game(sec: Section) -> None:
+        t = env_score_table(last, reps=reps)
+        report.csv["env_scores"] = t
+        table = env_score_presentable(t, f"Score per game: {SCORE_NAMES['last100']}, mean over seeds [95% CI]")
+        # transpose for 49 games: rows games, columns settings + the paper's numbers
+        from analysis.reference import atari49, atari_game
+        pub = atari49().set_index("game")
+        cells = {(r.label, r.env): r for r in t.itertuples()}
+        rows = []
+        for env in sorted(t["env"].unique()):
+            game = atari_game(env)
+            row = [env]
+            for label in labels:
+                r = cells.get((label, env))
+                row.append("–" if r is None else f"{r.mean:.1f} [{r.low:.1f}, {r.high:.1f}]")
+            row += [fmt(pub.loc[game, c], 1) if game in pub.index else "–"
+                    for c in ("a2c_last100", "acer_last100", "ppo_last100", "random", "human")]
+            rows.append(row)
+        table = Table(table.title, ["game", *labels, "paper A2C", "paper ACER", "paper PPO", "random", "human"], rows,
+                      anchor="scores", numeric=set(range(1, len(labels) + 6)), notes=[ATARI_SOURCE])
+        sec.parts.append(table)
+    report.section("Scores per game", "scores", per_game)
+
+    if games:
+        pub = published_atari_scores()
+        pub["env"] = pub["env"].astype(str)
+        pub_h, _ = human_normalise(pub)
+        extra = []
+        for name in ("A2C", "ACER", "PPO"):
+            m = pub_h[(pub_h["label"] == name) & pub_h["game"].isin([g for g in pub_h["game"]])]
+            m = m.set_index("env").reindex([g for g in sorted(m["env"])])
+            vals = m["normalised"].to_numpy()[None, :]
+            extra.append({"label": f"paper {name} (49 games, mean of 3 seeds)",
+                          **dict(zip(stats.AGGREGATES, stats.aggregate_metrics(vals)))})
+        _rliable_sections(report, last_h, games, "normalised", "human-normalised score",
+                          extra_rows=pd.DataFrame(extra))
+    _curve_sections(report)
+
+
+def _llm_sections(report: Report) -> None:
+    def build(sec: Section) -> None:
+        t = llm_table(report.results, report.suite, report.reps)
+        report.csv["llm"] = t
+        if not t.empty:
+            sec.parts.append(llm_presentable(t))
+    report.section("Held-out score, KL and throughput", "llm", build)
+    _curve_sections(report, "eval_return_mean", "held-out score")
+
+
+def _generic_sections(report: Report) -> None:
+    scores = run_scores(report.results, "last100", report.suite)
+
+    def build(sec: Section) -> None:
+        t = env_score_table(scores, reps=report.reps)
+        report.csv["env_scores"] = t
+        sec.parts.append(env_score_presentable(t, f"Score per environment: {SCORE_NAMES['last100']} [95% CI]"))
+    report.section("Scores per environment", "scores", build)
+    _curve_sections(report)
+
+
+# ---------------------------------------------------------------------------------------
+# runs, configuration, versions
+
+def _distinct(values) -> str:
+    seen = Counter(json.dumps(v, sort_keys=True, default=str) if not isinstance(v, str) else v for v in values)
+    return "; ".join(f"{k}" + (f" ({n} runs)" if len(seen) > 1 else "") for k, n in seen.most_common())
+
+
+def _runs_section(report: Report, sec: Section) -> None:
+    runs = report.results.runs[report.results.runs["suite"] == report.suite]
+    analysed = runs[runs["analysed"]]
+    rows = []
+    for label in order_labels(runs["label"].unique()):
+        mine = runs[runs["label"] == label]
+        used = mine[mine["analysed"]]
+        status = Counter(mine["status"])
+        rows.append([label, str(used["env"].nunique()), ",".join(map(str, sorted(used["seed"].unique()))) or "–",
+                     str(len(used)), ", ".join(f"{n} {s}" for s, n in sorted(status.items())),
+                     _distinct(mine["steps"].dropna().astype(int).map(lambda s: f"{s:,}")),
+                     f"{used['wall_seconds'].dropna().astype(float).sum() / 60:.1f}"])
+    sec.parts.append(Table("Runs per setting", ["setting", "envs", "seeds", "analysed", "status of all runs",
+                                                "steps", "wall minutes (analysed)"], rows, anchor="runs-table",
+                           numeric={1, 3, 6}))
+    configs = [c for c in analysed["config"] if isinstance(c, dict)]
+    common = []
+    for key in ("steps", "eval_every", "eval_episodes", "checkpoint_every", "device"):
+        common.append([key, _distinct(c.get(key) for c in configs)])
+    suite_cfgs = [c.get("suite_cfg") or {} for c in configs]
+    for key in sorted({k for s in suite_cfgs for k in s}):
+        common.append([f"suite.{key}", _distinct(s.get(key) for s in suite_cfgs)])
+    sec.parts.append(Table("Run settings (analysed runs)", ["key", "value"], common, anchor="settings"))
+    by_algo: dict[str, list[str]] = {}
+    for label in order_labels(analysed["label"].unique()):
+        by_algo.setdefault(split_label(label)[0], []).append(label)
+    for algo, labels in by_algo.items():
+        cfgs = {}
+        for label in labels:
+            mine = [c.get("algo_cfg") or {} for c in analysed[analysed["label"] == label]["config"] if isinstance(c, dict)]
+            cfgs[label] = mine
+        keys = sorted({k for lst in cfgs.values() for c in lst for k in c})
+        rows = [[key] + [_distinct(c.get(key) for c in cfgs[label]) for label in labels] for key in keys]
+        if not rows:
+            continue
+        sec.parts.append(("details", f"Resolved configuration of {algo}",
+                          Table(f"algo_cfg of {algo}", ["option", *labels], rows, anchor=f"config-{algo}")))
+    versions = [v for v in analysed["versions"] if isinstance(v, dict)]
+    rows = [[pkg, _distinct(v.get(pkg) for v in versions if pkg in v)] for pkg in sorted({k for v in versions for k in v})]
+    rows.append(["git commit", _distinct(analysed["git_commit"].fillna("unknown"))])
+    rows.append(["host", _distinct(analysed["host"].fillna("unknown"))])
+    start, end = analysed["start_time"].dropna(), analysed["end_time"].dropna()
+    rows.append(["runs made", f"{start.min()} → {end.max()}" if len(start) and len(end) else "unknown"])
+    sec.parts.append(Table("Versions", ["package", "version"], rows, anchor="versions"))
+
+
+# ---------------------------------------------------------------------------------------
+# writing
+
+CSS = """
+body{font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;margin:0;color:#1d2433;background:#fafbfc}
+main{max-width:1180px;margin:0 auto;padding:24px 32px 64px}
+h1{font-size:1.7em;margin:.2em 0}h2{font-size:1.25em;margin-top:2em;border-bottom:2px solid #d8dee8;padding-bottom:.25em}
+.meta{color:#55607a;font-size:.92em}.meta span{margin-right:1.4em;white-space:nowrap}
+nav{margin:1em 0;font-size:.92em}nav a{margin-right:1em;color:#2456a6;text-decoration:none}
+table{border-collapse:collapse;margin:.8em 0 .4em;font-size:.86em;background:#fff;box-shadow:0 1px 2px rgba(0,0,0,.06)}
+caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0;color:#33405a;white-space:nowrap}
+th,td{border:1px solid #dfe3ea;padding:4px 8px;vertical-align:top}th{background:#eef1f6;text-align:left}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.t1 td:first-child{font-weight:600}tr.ref td{background:#f5f6f8;color:#55607a;font-style:italic}
+figure{margin:1em 0;background:#fff;padding:8px;box-shadow:0 1px 2px rgba(0,0,0,.06)}
+figure img{max-width:100%;height:auto;display:block}figcaption{font-size:.85em;color:#55607a;margin-top:.4em}
+.warn{background:#fff7e0;border:1px solid #f0d48a;padding:.6em 1em;font-size:.88em}.warn li{margin:.2em 0}
+.fail{background:#fde8e8;border:1px solid #f3b3b3;padding:.6em 1em}
+p{line-height:1.45;max-width:75em}p.note{font-size:.85em;color:#55607a}pre{font-size:.8em;overflow:auto}
+.scroll{overflow-x:auto;max-width:100%}details{margin:.5em 0}summary{cursor:pointer;color:#2456a6}
+"""
+
+
+def _part_html(part) -> str:
+    if isinstance(part, str):
+        return f"<p>{html.escape(part)}</p>"
+    if isinstance(part, Table):
+        return f"<div class=scroll>{part.html()}</div>"
+    if isinstance(part, figs.Figure):
+        return (f"<figure><img src=\"{part.data_uri()}\" alt=\"{html.escape(part.title)}\" "
+                f"data-file=\"{part.name}.png\"><figcaption>{html.escape(part.caption)} "
+                f"(<a href=\"{part.name}.png\">PNG</a>, <a href=\"{part.name}.svg\">SVG</a>)</figcaption></figure>")
+    if isinstance(part, tuple) and part[0] == "pre":
+        return f"<pre>{html.escape(part[1])}</pre>"
+    if isinstance(part, tuple) and part[0] == "details":
+        return f"<details><summary>{html.escape(part[1])}</summary>{_part_html(part[2])}</details>"
+    raise TypeError(part)
+
+
+def _part_md(part) -> str:
+    if isinstance(part, str):
+        return part + "\n"
+    if isinstance(part, Table):
+        return part.markdown()
+    if isinstance(part, figs.Figure):
+        return f"![{part.title}]({part.name}.png)\n\n_{part.caption}_ ([SVG]({part.name}.svg))\n"
+    if isinstance(part, tuple) and part[0] == "pre":
+        return "```\n" + part[1] + "\n```\n"
+    if isinstance(part, tuple) and part[0] == "details":
+        return f"<details><summary>{part[1]}</summary>\n\n{_part_md(part[2])}\n</details>\n"
+    raise TypeError(part)
+
+
+def _write(report: Report) -> Path:
+    from harness.results import atomic_write_text
+    out = report.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    for sec in report.sections:
+        for part in sec.parts:
+            if isinstance(part, figs.Figure):
+                part.save(out)
+    for name, frame in report.csv.items():
+        atomic_write_text(out / f"{name}.csv", frame.to_csv(index=False))
+    results, suite = report.results, report.suite
+    analysed = results.analysed[results.analysed["suite"] == suite]
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    meta = [("suite", suite), ("generated", now), ("results", str(Path(results.root).resolve())),
+            ("budget", f"{results.budgets[suite]:,} steps"), ("settings", str(analysed["label"].nunique())),
+            ("environments", str(analysed["env"].nunique())), ("runs analysed", str(len(analysed))),
+            ("seeds", ",".join(map(str, sorted(analysed["seed"].unique()))))]
+    notes = list(dict.fromkeys(report.notes))
+    title = f"pg-arena report — {suite}"
+
+    body = [f"<h1>{html.escape(title)}</h1>",
+            "<div class=meta>" + "".join(f"<span><b>{html.escape(k)}:</b> {html.escape(v)}</span>" for k, v in meta)
+            + "</div>",
+            "<nav>" + "".join(f"<a href=\"#{s.anchor}\">{html.escape(s.title)}</a>" for s in report.sections) + "</nav>"]
+    if report.failures:
+        body.append("<div class=fail><b>Sections that failed:</b><ul>"
+                    + "".join(f"<li>{html.escape(f)}</li>" for f in report.failures) + "</ul></div>")
+    if notes:
+        body.append("<div class=warn><b>Left out or incomplete</b><ul>"
+                    + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul></div>")
+    for sec in report.sections:
+        body.append(f"<section id=\"{sec.anchor}\"><h2>{html.escape(sec.title)}</h2>"
+                    + "".join(_part_html(p) for p in sec.parts) + "</section>")
+    page = (f"<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+            f"<meta name=viewport content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
+            f"<meta name=generator content=\"pg-arena analysis\"><style>{CSS}</style></head>"
+            f"<body><main>{''.join(body)}</main></body></html>\n")
+    atomic_write_text(out / "index.html", page)
+
+    md = [f"# {title}", "", " · ".join(f"**{k}:** {v}" for k, v in meta), ""]
+    if report.failures:
+        md += ["**Sections that failed:**", ""] + [f"- {f}" for f in report.failures] + [""]
+    if notes:
+        md += ["**Left out or incomplete:**", ""] + [f"- {n}" for n in notes] + [""]
+    for sec in report.sections:
+        md += [f"## {sec.title}", ""] + [_part_md(p) for p in sec.parts]
+    atomic_write_text(out / "report.md", "\n".join(md).rstrip() + "\n")
+    return out / "index.html"
+
+
+def report_suites(results_dir: str | Path) -> list[str]:
+    """The suites under ``results_dir`` that hold at least one run."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise AnalysisError(f"results folder {root} does not exist")
+    return sorted(d.name for d in root.iterdir()
+                  if d.is_dir() and d.name != REPORTS_DIR and not d.name.startswith(".") and any(d.rglob("run.json")))

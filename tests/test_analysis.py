@@ -1,0 +1,568 @@
+"""The analysis on synthetic results with known answers, written in the real layout."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from rliable import library as rly
+from rliable import metrics as rlm
+
+from analysis import stats
+from analysis.cli import main as analysis_main
+from analysis.compare import compare_scores, run_compare, verdict_from_poi
+from analysis.load import AnalysisError, ResultsWarning, load_results, order_labels, split_label
+from analysis.reference import TABLE1, TABLE2, atari49, atari_game
+from analysis.report import build_report
+from analysis.scores import (human_normalise, normalise_random_best, published_atari_scores, random_scores,
+                             run_scores, score_dict, win_counts)
+from analysis.synthetic import write_random_cache, write_run, write_setting
+from analysis.tables import table1, table2
+
+REPS = 300       # bootstrap resamples in tests (the report's default is 2000)
+ENVS = ["Hopper-v5", "InvertedPendulum-v5", "Swimmer-v5"]
+RANDOM = {"Hopper-v5": 10.0, "InvertedPendulum-v5": 5.0, "Swimmer-v5": 0.0}
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file under root with its content hash: to check that nothing was deleted or changed."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def constant_setting(root, label, scores_by_env, seeds=3, steps=10_000, noise=None, **kw):
+    """Runs whose last-100 score is exactly ``scores_by_env[env] + noise[seed]``."""
+    noise = noise if noise is not None else [0.0] * seeds
+    for env, base in scores_by_env.items():
+        for seed in range(seeds):
+            write_run(root, env, label, seed, [base + noise[seed]] * 110, steps=steps, **kw)
+
+
+# ---------------------------------------------------------------------------------------
+# loading
+
+def test_load_tidy_frame_excludes_runs_not_done(tmp_path):
+    constant_setting(tmp_path, "ppo_clip", {"Hopper-v5": 100.0, "Swimmer-v5": 30.0}, seeds=2)
+    write_run(tmp_path, "Hopper-v5", "trpo", 0, [1.0] * 5, status="failed")
+    write_run(tmp_path, "Hopper-v5", "trpo", 1, [1.0] * 5, status="running")
+    with pytest.warns(ResultsWarning, match="2 run\\(s\\) not done were excluded \\(1 failed, 1 running\\)"):
+        results = load_results(tmp_path)
+    frame = results.frame
+    assert list(frame.columns) == ["suite", "env", "algo", "variant", "label", "seed", "step", "metric", "value"]
+    assert set(frame["label"]) == {"ppo_clip"}
+    assert {"episode_return", "episode_length", "eval_return_mean", "kl", "policy_loss", "sps"} <= set(frame["metric"])
+    ret = results.metric("episode_return")
+    assert len(ret) == 2 * 2 * 110
+    assert len(results.runs) == 6 and results.runs["done"].sum() == 4
+    # rows keep their written order within a run
+    one = ret[(ret["env"] == "Hopper-v5") & (ret["seed"] == 0)]
+    assert one["step"].is_monotonic_increasing
+
+
+def test_a_done_run_whose_files_lost_rows_is_corrupt(tmp_path):
+    run = write_run(tmp_path, "Hopper-v5", "ppo_clip", 0, [1.0] * 20)
+    write_run(tmp_path, "Hopper-v5", "ppo_clip", 1, [1.0] * 20)
+    lines = (run / "episodes.csv").read_text().splitlines()
+    (run / "episodes.csv").write_text("\n".join(lines[:-3]) + "\n")     # truncated after the run finished
+    with pytest.raises(AnalysisError, match="seed0: run.json says done but episodes.csv has 17"):
+        load_results(tmp_path)
+
+
+def test_mixed_budgets_are_reported_not_averaged(tmp_path):
+    constant_setting(tmp_path, "ppo_clip", {"Hopper-v5": 100.0}, seeds=3, steps=5000)
+    write_run(tmp_path, "Swimmer-v5", "ppo_clip", 0, [7.0] * 110, steps=9000)
+    with pytest.warns(ResultsWarning, match="mixes budgets"):
+        results = load_results(tmp_path)
+    assert results.budgets == {"mujoco": 5000}
+    assert set(results.analysed["steps"]) == {5000}
+    assert any("1 run(s) at steps=9,000" in w for w in results.warnings)
+    with pytest.warns(ResultsWarning):
+        other = load_results(tmp_path, steps=9000)
+    assert other.analysed["env"].tolist() == ["Swimmer-v5"]
+    with pytest.raises(AnalysisError, match="no done runs with steps=1234"):
+        load_results(tmp_path, steps=1234)
+
+
+def test_missing_seeds_and_envs_are_reported(tmp_path):
+    constant_setting(tmp_path, "ppo_clip", {"Hopper-v5": 100.0, "Swimmer-v5": 30.0}, seeds=3)
+    constant_setting(tmp_path, "trpo", {"Hopper-v5": 90.0}, seeds=3)
+    write_run(tmp_path, "Swimmer-v5", "trpo", 0, [20.0] * 110)
+    write_run(tmp_path, "Swimmer-v5", "trpo", 2, [20.0] * 110)
+    constant_setting(tmp_path, "reinforce", {"Hopper-v5": 50.0}, seeds=3)
+    with pytest.warns(ResultsWarning):
+        results = load_results(tmp_path)
+    text = "\n".join(results.warnings)
+    assert "trpo: missing Swimmer-v5 seed 1" in text
+    assert "reinforce: missing Swimmer-v5 (no runs)" in text
+    scores = run_scores(results)
+    sd, notes = score_dict(scores, ["Hopper-v5", "Swimmer-v5"])
+    assert set(sd) == {"ppo_clip", "trpo"}                      # reinforce lacks an env: not aggregated
+    assert sd["trpo"].shape == (2, 2)                           # seeds 0 and 2, present on both envs
+    assert any("trpo: aggregates use the 2 seed(s)" in n for n in notes)
+    assert any("reinforce: no runs on Swimmer-v5" in n for n in notes)
+
+
+def test_label_order_and_split():
+    labels = ["ppo_kl+adaptive=false+kl_coef=10.0", "trpo", "ppo_kl+adaptive=false+kl_coef=3.0", "ppo_kl", "reinforce"]
+    assert order_labels(labels) == ["reinforce", "trpo", "ppo_kl", "ppo_kl+adaptive=false+kl_coef=3.0",
+                                    "ppo_kl+adaptive=false+kl_coef=10.0"]
+    assert split_label("ppo_clip+clip_eps=0.1") == ("ppo_clip", "+clip_eps=0.1")
+
+
+# ---------------------------------------------------------------------------------------
+# scores
+
+def test_paper_scores_last100_all_and_final_eval(tmp_path):
+    write_run(tmp_path, "Hopper-v5", "ppo_clip", 0, list(range(150)), evals=[3.0, 8.0, 42.0])
+    write_run(tmp_path, "Hopper-v5", "ppo_clip", 1, [4.0, 6.0])          # fewer than 100 episodes
+    results = load_results(tmp_path)
+    last = run_scores(results, "last100").set_index("seed")["score"]
+    assert last[0] == pytest.approx(np.mean(np.arange(50, 150)))
+    assert last[1] == pytest.approx(5.0)
+    assert any("fewer than 100 training episodes" in w for w in results.warnings)
+    assert run_scores(results, "all").set_index("seed")["score"][0] == pytest.approx(74.5)
+    assert run_scores(results, "final_eval").set_index("seed")["score"][0] == pytest.approx(42.0)
+
+
+def test_normalisation_of_a_known_table():
+    scores = pd.DataFrame({
+        "env": ["A"] * 4 + ["B"] * 4 + ["C"] * 2,
+        "label": ["x", "x", "y", "y"] * 2 + ["x", "y"],
+        "seed": [0, 1] * 4 + [0, 0],
+        "score": [20.0, 40.0, 60.0, 100.0,      # A: random 10, best mean y = 80
+                  -5.0, -3.0, -9.0, -7.0,       # B: random -10, best mean x = -4
+                  1.0, 2.0],                    # C: best 2 <= random 5: not normalised
+    })
+    out, constants, problems = normalise_random_best(scores, {"A": 10.0, "B": -10.0, "C": 5.0})
+    a = out[out["env"] == "A"]["normalised"].to_numpy()
+    np.testing.assert_allclose(a, [10 / 70, 30 / 70, 50 / 70, 90 / 70])
+    b = out[out["env"] == "B"]["normalised"].to_numpy()
+    np.testing.assert_allclose(b, [5 / 6, 7 / 6, 1 / 6, 3 / 6])
+    assert out[out["env"] == "C"]["normalised"].isna().all()
+    assert any("C: no setting beats the random policy" in p for p in problems)
+    c = constants.set_index("env")
+    assert c.loc["A", "best_label"] == "y" and c.loc["A", "best"] == 80.0 and c.loc["B", "best_label"] == "x"
+    # the best setting averages exactly 1 on its environment, the random policy 0
+    assert out[(out["env"] == "A") & (out["label"] == "y")]["normalised"].mean() == pytest.approx(1.0)
+
+
+def test_random_scores_are_measured_once_and_cached(tmp_path):
+    calls = []
+
+    def fake(env):
+        calls.append(env)
+        return {"score": {"A": 1.5, "B": -2.0}[env], "episodes": 100}
+    scores, problems = random_scores(tmp_path, "mujoco", ["A", "B"], fake)
+    assert scores == {"A": 1.5, "B": -2.0} and not problems and calls == ["A", "B"]
+    cache = json.loads((tmp_path / "mujoco" / "random_scores.json").read_text())
+    assert cache["A"]["score"] == 1.5
+    again, _ = random_scores(tmp_path, "mujoco", ["A", "B"], fake)
+    assert again == scores and calls == ["A", "B"]           # from the cache
+    (tmp_path / "mujoco" / "random_scores.json").write_text("{not json")
+    with pytest.raises(AnalysisError, match="corrupt random-policy cache"):
+        random_scores(tmp_path, "mujoco", ["A"], fake)
+
+
+def test_random_policy_is_measured_on_the_real_environment(tmp_path):
+    from analysis.scores import measure_random_score
+    entry = measure_random_score("InvertedPendulum-v5", episodes=5)
+    assert entry["episodes"] == 5 and entry["policy"] == "uniform random actions"
+    assert 1.0 <= entry["score"] < 60.0                      # a random policy drops the pole within a few steps
+    assert measure_random_score("InvertedPendulum-v5", episodes=5)["score"] == entry["score"]   # seeded
+    with pytest.raises(AnalysisError, match="cannot measure the random policy on NoSuchEnv-v0"):
+        measure_random_score("NoSuchEnv-v0")
+
+
+# ---------------------------------------------------------------------------------------
+# CIs against rliable called directly
+
+def test_ci_wrappers_equal_rliable_called_directly():
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.6, 0.2, size=(3, 5))
+    y = rng.normal(0.5, 0.2, size=(4, 5))
+    y[0, 0] = x[0, 0]                                       # a tie
+    for func, index in ((rlm.aggregate_median, 0), (rlm.aggregate_iqm, 1), (rlm.aggregate_mean, 2),
+                        (lambda s: rlm.aggregate_optimality_gap(s, 1.0), 3)):
+        np.random.seed(stats.BOOTSTRAP_SEED)
+        point, ci = rly.get_interval_estimates({"x": x}, func, reps=REPS)
+        est = stats.aggregate_estimates({"x": x}, REPS)["x"][stats.AGGREGATES[index]]
+        assert est[0] == pytest.approx(float(point["x"]))
+        np.testing.assert_allclose([est[1], est[2]], np.ravel(ci["x"]), rtol=1e-12, atol=1e-12)
+    np.random.seed(stats.BOOTSTRAP_SEED)
+    point, ci = rly.get_interval_estimates({"xy": [x, y]}, rlm.probability_of_improvement, reps=100)
+    est = stats.poi_estimate(x, y, reps=100)
+    assert est[0] == pytest.approx(float(point["xy"]))
+    np.testing.assert_allclose(est[1:], np.ravel(ci["xy"]), atol=1e-12)
+    # the matrix of two is the same bootstrap
+    labels, p, lo, hi = stats.poi_matrix({"x": x, "y": y}, reps=100)
+    assert (p[0, 1], lo[0, 1], hi[0, 1]) == pytest.approx(est)
+    assert p[1, 0] == pytest.approx(1 - est[0])
+    # reproducible, and the caller's global NumPy state is left alone
+    np.random.seed(5)
+    before = np.random.random()
+    np.random.seed(5)
+    stats.mean_estimate(x, REPS)
+    assert np.random.random() == before
+    assert stats.mean_estimate(x, REPS) == stats.mean_estimate(x, REPS)
+
+
+def test_probability_of_improvement_equals_rliable():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = rng.integers(0, 4, size=(rng.integers(1, 6), 3)).astype(float)   # many ties
+        y = rng.integers(0, 4, size=(rng.integers(1, 6), 3)).astype(float)
+        assert stats.probability_of_improvement(x, y) == pytest.approx(rlm.probability_of_improvement(x, y))
+    x = rng.normal(size=(3, 4))
+    assert stats.probability_of_improvement(x, x.copy()) == pytest.approx(0.5)
+
+
+def test_table1_rows_scores_and_cis(tmp_path):
+    # ppo_clip (default clip_eps=0.2), ppo_clip+clip_eps=0.1, the "no penalty" row and a plain algorithm
+    constant_setting(tmp_path, "ppo_clip", {"Hopper-v5": 110.0, "Swimmer-v5": 50.0}, noise=[0, 2, -2])
+    constant_setting(tmp_path, "ppo_clip+clip_eps=0.1", {"Hopper-v5": 60.0, "Swimmer-v5": 25.0}, noise=[0, 1, -1])
+    constant_setting(tmp_path, "ppo_kl+adaptive=false+kl_coef=0.0", {"Hopper-v5": 0.0, "Swimmer-v5": -10.0})
+    constant_setting(tmp_path, "ppo_kl+adaptive=false+kl_coef=3.0+num_epochs=5", {"Hopper-v5": 80.0, "Swimmer-v5": 30.0})
+    constant_setting(tmp_path, "trpo", {"Hopper-v5": 70.0, "Swimmer-v5": 40.0})
+    results = load_results(tmp_path)
+    scores = run_scores(results)
+    normed, constants, problems = normalise_random_best(scores, {"Hopper-v5": 10.0, "Swimmer-v5": 0.0})
+    assert not problems
+    t = table1(results, "mujoco", normed, ["Hopper-v5", "Swimmer-v5"], reps=REPS)
+    rows = t.set_index("setting")
+    assert rows.loc["Clipping, ε = 0.2", "label"] == "ppo_clip"
+    assert rows.loc["Clipping, ε = 0.1", "label"] == "ppo_clip+clip_eps=0.1"
+    assert rows.loc["No clipping or penalty", "label"] == "ppo_kl+adaptive=false+kl_coef=0.0"
+    assert rows.loc["Fixed KL, β = 3", "label"] is None        # that label also changes num_epochs
+    assert rows.loc["Clipping, ε = 0.2", "mean"] == pytest.approx(1.0)   # the best setting on both envs
+    # ε = 0.1: Hopper (60-10)/100 = 0.5, Swimmer 25/50 = 0.5
+    assert rows.loc["Clipping, ε = 0.1", "mean"] == pytest.approx(0.5)
+    assert rows.loc["No clipping or penalty", "mean"] == pytest.approx(np.mean([-0.1, -0.2]))
+    assert rows.loc["Clipping, ε = 0.1", "paper"] == 0.76
+    assert len(t) == len(TABLE1) + 2                                 # + trpo, + the num_epochs variant
+    assert t.iloc[len(TABLE1)]["label"] == "trpo" and t.iloc[len(TABLE1)]["section"] == "algorithms"
+    # the CI is rliable's, fixed seed, on the runs x envs matrix of normalised scores
+    matrix = np.array([[(60.0 + n - 10) / 100, (25.0 + n) / 50] for n in (0, 1, -1)])
+    np.random.seed(stats.BOOTSTRAP_SEED)
+    _, ci = rly.get_interval_estimates({"k": matrix}, rlm.aggregate_mean, reps=REPS)
+    np.testing.assert_allclose(rows.loc["Clipping, ε = 0.1", ["low", "high"]].to_numpy(dtype=float),
+                               np.ravel(ci["k"]), atol=1e-12)
+    assert rows.loc["Clipping, ε = 0.1", "low"] < 0.5 < rows.loc["Clipping, ε = 0.1", "high"]
+
+
+# ---------------------------------------------------------------------------------------
+# Atari (Table 2) on hand-made frames
+
+def test_atari_game_names():
+    assert atari_game("Pong-v5") == atari_game("ALE/Pong-v5") == atari_game("PongNoFrameskip-v4") == "Pong"
+    assert atari_game("ALE_MontezumaRevenge-v5") == atari_game("montezuma_revenge") == "MontezumaRevenge"
+    assert atari_game("CartPole-v1") is None
+    assert len(atari49()) == 49
+
+
+def test_win_counts_on_a_hand_made_frame():
+    rows = []
+    means = {  # game: {label: per-seed scores}
+        "Pong": {"a2c": [1, 3], "acer": [5, 5], "ppo": [4, 4]},              # acer
+        "Breakout": {"a2c": [10, 10], "acer": [9, 9], "ppo": [30, 10]},      # ppo (mean 20)
+        "Qbert": {"a2c": [7, 7], "acer": [6, 8], "ppo": [2, 2]},             # a2c 7 = acer 7: tie
+        "Venture": {"a2c": [0, 0], "acer": [0, 0], "ppo": [0, 0]},           # tie
+        "Alien": {"a2c": [1, 1], "acer": [2, 2]},                            # ppo has no runs: not counted
+    }
+    for game, per in means.items():
+        for label, vals in per.items():
+            rows += [{"env": f"ALE/{game}-v5", "label": label, "seed": s, "score": v} for s, v in enumerate(vals)]
+    counts = win_counts(pd.DataFrame(rows), labels=["a2c", "acer", "ppo"])
+    assert counts.to_dict() == {"a2c": 0, "acer": 1, "ppo": 1, "Tie": 2}
+
+
+def test_win_counts_on_the_papers_table():
+    # the paper's per-game last-100 numbers (rounded to 0.1) reproduce its Table 2 row, except Pong,
+    # where ACER and PPO both print 20.7 (the paper counted it for ACER)
+    counts = win_counts(published_atari_scores(), labels=["A2C", "ACER", "PPO"])
+    assert counts.to_dict() == {"A2C": 1, "ACER": 27, "PPO": 19, "Tie": 2}
+    assert TABLE2["last100"] == {"A2C": 1, "ACER": 28, "PPO": 19, "Tie": 1}
+
+
+def test_table2_and_human_normalised_aggregates(tmp_path):
+    games = {"Pong": (-20.7, 14.6), "Breakout": (1.7, 30.5), "Boxing": (0.1, 12.1)}
+    for g, (rnd, human) in games.items():
+        for seed in range(2):
+            # ppo: learns late (wins on the last 100), a2c: good early, flat (wins over all of training)
+            write_run(tmp_path, f"{g}-v5", "ppo", seed, [rnd] * 100 + [human] * 100, suite="atari")
+            write_run(tmp_path, f"{g}-v5", "a2c", seed, [(rnd + human) / 2 + 0.1 * seed] * 200, suite="atari")
+    results = load_results(tmp_path, "atari")
+    last = human_normalise(run_scores(results, "last100"))[0]
+    every = human_normalise(run_scores(results, "all"))[0]
+    assert last[last["label"] == "ppo"]["normalised"].to_numpy() == pytest.approx(1.0)
+    assert every[every["label"] == "ppo"]["normalised"].to_numpy() == pytest.approx(0.5)
+    t = table2(every, last, ["a2c", "ppo"]).set_index("metric")
+    assert t.loc["last100", "ppo"] == 3 and t.loc["last100", "a2c"] == 0
+    assert t.loc["all", "a2c"] == 3 and t.loc["all", "Tie"] == 0 and t.loc["all", "games"] == 3
+    envs = sorted(last["env"].unique())
+    sd, _ = score_dict(last, envs, value="normalised")
+    agg = stats.aggregate_estimates(sd, REPS)
+    assert agg["ppo"]["median"][0] == pytest.approx(1.0) and agg["ppo"]["optimality_gap"][0] == pytest.approx(0.0)
+    np.random.seed(stats.BOOTSTRAP_SEED)
+    _, ci = rly.get_interval_estimates({"a": sd["a2c"]}, rlm.aggregate_iqm, reps=REPS)
+    np.testing.assert_allclose(agg["a2c"]["iqm"][1:], np.ravel(ci["a"]), atol=1e-12)
+    report = build_report(tmp_path, "atari", reps=REPS)
+    assert not report.failures
+    page = report.path.read_text()
+    assert 'id="table2"' in page and "paper A2C" in page and "<img src=\"data:image/png;base64," in page
+
+
+# ---------------------------------------------------------------------------------------
+# compare
+
+def three_envs(root, label, offset=0.0, rng_seed=0, seeds=3):
+    write_setting(root, label, {"Hopper-v5": 500.0 + offset, "InvertedPendulum-v5": 300.0 + offset / 2,
+                                "Swimmer-v5": 40.0 + offset / 10}, seeds=seeds, spread=2.0, rng_seed=rng_seed)
+
+
+@pytest.fixture
+def compare_dir(tmp_path):
+    three_envs(tmp_path, "ppo_clip", 0.0, rng_seed=1)
+    three_envs(tmp_path, "ppo_clip+clip_eps=0.3", 200.0, rng_seed=2)      # better by construction
+    three_envs(tmp_path, "ppo_clip+clip_eps=0.1", -200.0, rng_seed=3)     # worse by construction
+    three_envs(tmp_path, "ppo_clip+clip_eps=0.25", 0.0, rng_seed=1)       # identical to the baseline
+    write_random_cache(tmp_path, RANDOM)
+    return tmp_path
+
+
+@pytest.mark.parametrize("candidate, verdict, code", [("ppo_clip+clip_eps=0.3", "better", 0),
+                                                      ("ppo_clip+clip_eps=0.1", "worse", 1),
+                                                      ("ppo_clip+clip_eps=0.25", "inconclusive", 3)])
+def test_compare_verdicts_and_exit_codes(compare_dir, capsys, candidate, verdict, code):
+    before = snapshot(compare_dir)
+    assert analysis_main(["compare", f"candidate={candidate}", "baseline=ppo_clip",
+                          f"results_dir={compare_dir}", f"reps={REPS}"]) == code
+    out = capsys.readouterr().out
+    assert f"verdict: {verdict}" in out
+    for env in ("Hopper-v5", "InvertedPendulum-v5", "Swimmer-v5", "aggregate (normalised)"):
+        assert env in out
+    if verdict == "better":
+        assert "P(X > Y) 95% CI [1.00, 1.00] lies entirely above 0.5" in out
+    if verdict == "inconclusive":
+        assert "no difference detected" in out
+    assert snapshot(compare_dir) == before                  # nothing to run: nothing written
+
+
+def test_compare_numbers(compare_dir):
+    results = load_results(compare_dir, sources=("episodes.csv",))
+    scores = run_scores(results)
+    c = compare_scores(scores, "ppo_clip+clip_eps=0.3", "ppo_clip", RANDOM, reps=REPS)
+    hopper = next(e for e in c.envs if e.env == "Hopper-v5")
+    assert hopper.n_x == hopper.n_y == 3
+    assert hopper.diff[0] == pytest.approx(hopper.mean_x - hopper.mean_y)
+    assert 150 < hopper.diff[1] <= hopper.diff[0] <= hopper.diff[2] < 250
+    assert hopper.poi == (1.0, 1.0, 1.0)
+    assert c.aggregate_diff[0] > 0 and c.aggregate_mean_x == pytest.approx(1.0, abs=0.02)
+    assert c.verdict == "better" and c.exit_code == 0
+
+
+def test_inconclusive_verdict_estimates_the_seeds_needed():
+    verdict, reason, needed = verdict_from_poi((0.6, 0.45, 0.75), seeds=3)
+    assert verdict == "inconclusive" and needed == 7           # 3 * (0.15 / 0.1)^2 = 6.75
+    assert "about 7 seeds per environment (now 3)" in reason
+    assert verdict_from_poi((0.5, 0.3, 0.7), 3)[2] is None
+    assert "more than 100" in verdict_from_poi((0.51, 0.2, 0.8), 3)[1]
+    assert verdict_from_poi((0.9, 0.8, 1.0), 1)[0] == "inconclusive"   # one seed: no spread to resample
+    assert verdict_from_poi((0.9, 0.8, 1.0), 2)[0] == "better"
+    assert verdict_from_poi((0.1, 0.0, 0.2), 2)[0] == "worse"
+
+
+def test_compare_runs_the_missing_candidate_runs_with_the_baselines_protocol(tmp_path, capsys):
+    for env, base in (("InvertedPendulum-v5", 50.0), ("Hopper-v5", 80.0)):
+        for seed in (0, 1):
+            write_run(tmp_path, env, "ppo_clip", seed, [base + seed] * 110, steps=4096)
+    write_run(tmp_path, "Hopper-v5", "ppo_clip", 5, [1.0] * 110, steps=999)   # another budget: not the protocol
+    write_random_cache(tmp_path, {"InvertedPendulum-v5": 5.0, "Hopper-v5": 15.0})
+    planned = []
+
+    def executor(runs, jobs):           # stands in for harness.executor.run_local: writes finished runs
+        planned.extend(runs)
+        for r in runs:
+            write_run(tmp_path, r.env, r.label, r.seed, [200.0 + r.seed] * 110, steps=r.steps,
+                      algo_cfg=r.algo_cfg)
+        return [{"run_id": r.run_id, "status": "done", "error": None} for r in runs]
+    out, err = io.StringIO(), io.StringIO()
+    c = run_compare("ppo_clip+clip_eps=.3", "ppo_clip", "mujoco", tmp_path, jobs=1, reps=REPS, out=out, err=err,
+                    executor=executor)
+    assert "stored as ppo_clip+clip_eps=0.3" in err.getvalue()
+    assert sorted((r.env, r.seed, r.steps, r.label) for r in planned) == [
+        ("Hopper-v5", 0, 4096, "ppo_clip+clip_eps=0.3"), ("Hopper-v5", 1, 4096, "ppo_clip+clip_eps=0.3"),
+        ("InvertedPendulum-v5", 0, 4096, "ppo_clip+clip_eps=0.3"), ("InvertedPendulum-v5", 1, 4096, "ppo_clip+clip_eps=0.3")]
+    assert planned[0].algo_cfg["clip_eps"] == 0.3 and planned[0].eval_every == 4096
+    assert c.verdict == "better" and c.seeds == 2
+    # a second compare finds everything done and runs nothing
+    planned.clear()
+    run_compare("ppo_clip+clip_eps=0.3", "ppo_clip", "mujoco", tmp_path, reps=REPS, out=out, err=err, executor=executor)
+    assert planned == []
+    # seeds=3 extends both candidate and baseline
+    c = run_compare("ppo_clip+clip_eps=0.3", "ppo_clip", "mujoco", tmp_path, seeds=3, reps=REPS, out=out, err=err,
+                    executor=executor)
+    assert sorted((r.label, r.env, r.seed) for r in planned) == [
+        ("ppo_clip", "Hopper-v5", 2), ("ppo_clip", "InvertedPendulum-v5", 2),
+        ("ppo_clip+clip_eps=0.3", "Hopper-v5", 2), ("ppo_clip+clip_eps=0.3", "InvertedPendulum-v5", 2)]
+    assert c.seeds == 3
+    # extending to seed 5 would overwrite the run of another budget: refused before anything runs
+    planned.clear()
+    with pytest.raises(AnalysisError, match="another budget"):
+        run_compare("ppo_clip+clip_eps=0.3", "ppo_clip", "mujoco", tmp_path, seeds=6, reps=REPS, out=out, err=err,
+                    executor=executor)
+    assert planned == []
+
+
+# ---------------------------------------------------------------------------------------
+# bad input: a clear one-line error, exit 2, nothing deleted
+
+def _error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
+
+
+def test_bad_input(tmp_path, capsys):
+    assert analysis_main(["report", f"results_dir={tmp_path / 'nope'}"]) == 2
+    assert "does not exist" in _error(capsys)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert analysis_main(["report", f"results_dir={empty}"]) == 2
+    assert "no runs under" in _error(capsys)
+    assert analysis_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip",
+                          f"results_dir={empty}"]) == 2
+    assert "no results for suite 'mujoco'" in _error(capsys)
+    assert analysis_main(["report", "suite"]) == 2 and "not key=value" in _error(capsys)
+    assert analysis_main(["report", "colour=red"]) == 2 and "unknown key 'colour'" in _error(capsys)
+    assert analysis_main(["compare", "baseline=ppo_clip"]) == 2 and "candidate= is required" in _error(capsys)
+
+    root = tmp_path / "results"
+    constant_setting(root, "ppo_clip", {"Hopper-v5": 100.0}, seeds=2)
+    write_random_cache(root, RANDOM)
+    before = snapshot(root)
+    # a candidate with no runs and nothing that can run it
+    assert analysis_main(["compare", "candidate=no_such_algo", "baseline=ppo_clip", f"results_dir={root}"]) == 2
+    assert "unknown algorithm 'no_such_algo'" in _error(capsys)
+    assert analysis_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=trpo", f"results_dir={root}"]) == 2
+    assert "baseline trpo has no done runs" in _error(capsys)
+    assert analysis_main(["compare", "candidate=ppo_clip", "baseline=ppo_clip", f"results_dir={root}"]) == 2
+    assert "the same setting" in _error(capsys)
+    assert snapshot(root) == before
+
+    # a corrupt CSV in a run that says done (a run of before checksums: the value itself is checked)
+    run_dir = root / "mujoco" / "Hopper-v5" / "ppo_clip" / "seed1"
+    record = json.loads((run_dir / "run.json").read_text())
+    record.pop("checksums")
+    (run_dir / "run.json").write_text(json.dumps(record))
+    bad = run_dir / "episodes.csv"
+    lines = bad.read_text().splitlines()
+    bad.write_text("\n".join(lines[:5] + ["12,not-a-number,3"] + lines[6:]) + "\n")
+    before = snapshot(root)
+    assert analysis_main(["report", f"results_dir={root}"]) == 2
+    message = _error(capsys)
+    assert "corrupt results file" in message and "'episode_return' has the non-numeric value 'not-a-number'" in message
+    assert "seed1" in message
+    assert analysis_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip",
+                          f"results_dir={root}"]) == 2
+    assert "corrupt results file" in _error(capsys)
+    assert snapshot(root) == before
+    # garbage, and a file that differs from its checksum
+    bad.write_bytes(b"\x00\xff\xfe garbage")
+    assert analysis_main(["report", f"results_dir={root}"]) == 2
+    assert "corrupt results in" in (message := _error(capsys)) and "seed1" in message
+    run0 = root / "mujoco" / "Hopper-v5" / "ppo_clip" / "seed0" / "episodes.csv"
+    run0.write_text(run0.read_text().replace("100.0", "100.5", 1))
+    assert analysis_main(["report", f"results_dir={root}"]) == 2
+    assert "corrupt results in" in _error(capsys)
+
+    # only runs that are not done
+    failed = tmp_path / "failed"
+    write_run(failed, "Hopper-v5", "ppo_clip", 0, [1.0], status="failed")
+    assert analysis_main(["report", f"results_dir={failed}"]) == 2
+    assert "no completed runs" in _error(capsys)
+
+
+def test_compare_refuses_to_overwrite_a_candidate_run_of_another_budget(tmp_path, capsys):
+    constant_setting(tmp_path, "ppo_clip", {"Hopper-v5": 100.0}, seeds=2, steps=4096)
+    write_run(tmp_path, "Hopper-v5", "ppo_clip+clip_eps=0.3", 0, [5.0] * 110, steps=2048)
+    before = snapshot(tmp_path)
+    assert analysis_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip",
+                          f"results_dir={tmp_path}"]) == 2
+    assert "at another budget" in _error(capsys)
+    assert snapshot(tmp_path) == before
+
+
+# ---------------------------------------------------------------------------------------
+# the report
+
+def test_report_on_partial_results(tmp_path, capsys):
+    three_envs(tmp_path, "ppo_clip", 0.0, rng_seed=1)
+    three_envs(tmp_path, "ppo_clip+clip_eps=0.1", -50.0, rng_seed=2)
+    three_envs(tmp_path, "ppo_kl+adaptive=false+kl_coef=0.0", -400.0, rng_seed=3)
+    write_setting(tmp_path, "trpo", {"Hopper-v5": 450.0, "Swimmer-v5": 35.0}, seeds=2, rng_seed=4)   # partial
+    write_run(tmp_path, "Hopper-v5", "reinforce", 0, [1.0] * 3, status="failed")
+    write_random_cache(tmp_path, RANDOM)
+    report = build_report(tmp_path, "mujoco", reps=REPS)
+    assert not report.failures
+    out = report.path.parent
+    assert report.path == tmp_path / "reports" / "mujoco" / "index.html"
+    for name in ("learning_curves", "aggregates", "performance_profiles", "probability_of_improvement"):
+        assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.svg").exists()
+    page = report.path.read_text()
+    for anchor in ("table1", "scores", "aggregates", "poi", "runs-table", "versions", "config-ppo_clip"):
+        assert f'id="{anchor}"' in page
+    assert "<script" not in page and "http://" not in page and "https://" not in page   # self-contained
+    assert page.count('<img src="data:image/png;base64,') == 4
+    assert "1 run(s) not done were excluded (1 failed)" in page
+    assert "trpo: missing Hopper-v5 seed 2; InvertedPendulum-v5 (no runs)" in page
+    assert "generated:" in page and "torch" in page
+    md = (out / "report.md").read_text()
+    assert "| No clipping or penalty | ppo_kl+adaptive=false+kl_coef=0.0 |" in md and "![Learning curves](learning_curves.png)" in md
+    t1 = pd.read_csv(out / "table1.csv").set_index("setting")
+    assert t1.loc["Clipping, ε = 0.2", "mean"] == pytest.approx(1.0, abs=0.02)
+    assert np.isnan(t1.loc["trpo", "mean"]) and t1.loc["trpo", "envs"] == 2
+    # the command line prints the paths and the notes
+    from harness.cli import main as harness_main
+    assert harness_main(["report", f"results_dir={tmp_path}", f"reps={REPS}"]) == 0
+    captured = capsys.readouterr()
+    assert "index.html" in captured.out and "warning: 1 run(s) not done" in captured.err
+
+
+def test_llm_table_and_report(tmp_path):
+    for label, end in (("grpo", 0.8), ("rloo", 0.6)):
+        for seed in range(2):
+            write_run(tmp_path, "arith", label, seed, [0.0, 1.0] * 10, suite="llm_toy", evals=[0.1, 0.4, end + 0.01 * seed],
+                      eval_extra={"eval_kl_ref": [0.0, 0.5, 1.5 + seed]},
+                      metrics={"kl_ref": [0.0, 0.02, 0.04], "gen_tokens_per_s": [900.0, 1000.0, 1100.0]})
+    results = load_results(tmp_path, "llm_toy")
+    from analysis.tables import llm_table
+    t = llm_table(results, "llm_toy", reps=REPS).set_index(["label", "quantity"])
+    assert t.loc[("grpo", "start"), "mean"] == pytest.approx(0.1)
+    assert t.loc[("grpo", "end"), "mean"] == pytest.approx(0.805)
+    assert t.loc[("rloo", "kl"), "mean"] == pytest.approx(2.0)             # eval_kl_ref at the last evaluation
+    assert t.loc[("rloo", "throughput"), "mean"] == pytest.approx(1100.0)
+    report = build_report(tmp_path, "llm_toy", reps=REPS)
+    assert not report.failures and 'id="llm"' in report.path.read_text()
+
+
+@pytest.mark.slow
+def test_compare_runs_real_training_runs(tmp_path, capsys):
+    # a baseline recorded at a tiny budget; compare trains the candidate's two runs for real
+    for seed in (0, 1):
+        write_run(tmp_path, "InvertedPendulum-v5", "ppo_clip", seed, [8.0 + seed] * 30, steps=512)
+    write_random_cache(tmp_path, {"InvertedPendulum-v5": 5.0})
+    code = analysis_main(["compare", "candidate=ppo_clip+num_epochs=1+num_steps=256", "baseline=ppo_clip",
+                          f"results_dir={tmp_path}", "jobs=1", f"reps={REPS}"])
+    assert code in (0, 1, 3)
+    out = capsys.readouterr().out
+    assert "verdict:" in out and "InvertedPendulum-v5" in out
+    from harness.results import is_done
+    for seed in (0, 1):
+        run = tmp_path / "mujoco" / "InvertedPendulum-v5" / "ppo_clip+num_epochs=1+num_steps=256" / f"seed{seed}"
+        assert is_done(run)
+        assert json.loads((run / "run.json").read_text())["config"]["steps"] == 512
