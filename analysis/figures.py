@@ -5,20 +5,21 @@ from __future__ import annotations
 import base64
 import io
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.artist import setp
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from analysis import stats  # noqa: E402
-from analysis.load import RUN_KEYS, order_labels, split_label  # noqa: E402
-from analysis.scores import LAST_EPISODES  # noqa: E402
+from analysis import stats
+from analysis.load import RUN_KEYS, order_labels, split_label
+from analysis.scores import LAST_EPISODES
 
 DPI = 110
 CURVE_POINTS = 100
@@ -35,14 +36,14 @@ class Figure:
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        buf = io.BytesIO()
-        self.figure.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
-        self.png = buf.getvalue()
-        _atomic(folder / f"{self.name}.png", self.png)
-        buf = io.BytesIO()
-        self.figure.savefig(buf, format="svg", bbox_inches="tight")
-        _atomic(folder / f"{self.name}.svg", buf.getvalue())
-        plt.close(self.figure)
+        with style():
+            buf = io.BytesIO()
+            self.figure.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+            self.png = buf.getvalue()
+            _atomic(folder / f"{self.name}.png", self.png)
+            buf = io.BytesIO()
+            self.figure.savefig(buf, format="svg", bbox_inches="tight")
+            _atomic(folder / f"{self.name}.svg", buf.getvalue())
 
     def data_uri(self) -> str:
         return "data:image/png;base64," + base64.b64encode(self.png).decode()
@@ -53,10 +54,31 @@ def _atomic(path: Path, data: bytes) -> None:
     atomic_write_bytes(path, data)
 
 
-def style() -> None:
-    sns.set_theme(context="notebook", style="whitegrid", font_scale=0.9)
-    plt.rcParams.update({"svg.fonttype": "none", "axes.titleweight": "bold", "figure.max_open_warning": 0,
-                         "svg.hashsalt": "pg-arena"})   # svg.hashsalt: same figure, same SVG bytes
+@contextmanager
+def style():
+    """seaborn's whitegrid look for the figures made inside, without touching the caller's global
+    matplotlib settings (figures are built on matplotlib.figure.Figure: no pyplot, no backend)."""
+    rc = {**sns.axes_style("whitegrid"), **sns.plotting_context("notebook", font_scale=0.9),
+          "svg.fonttype": "none", "axes.titleweight": "bold",
+          "svg.hashsalt": "pg-arena"}       # svg.hashsalt: the same figure gives the same SVG bytes
+    with matplotlib.rc_context(rc):
+        yield
+
+
+def styled(func):
+    """Run a figure function inside ``style()``."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with style():
+            return func(*args, **kwargs)
+    return wrapper
+
+
+def _figure(rows: int = 1, cols: int = 1, figsize=(6, 4), **kw):
+    fig = MplFigure(figsize=figsize)
+    return fig, fig.subplots(rows, cols, **kw)
 
 
 def label_styles(labels: list[str]) -> dict[str, dict]:
@@ -98,9 +120,13 @@ def run_curves(episodes: pd.DataFrame, steps: int, points: int = CURVE_POINTS, w
 def learning_curves(curves: pd.DataFrame, envs: list[str], labels: list[str], styles: dict[str, dict],
                     name: str, title: str, caption: str, ylabel: str = "episode return") -> Figure:
     """One axis per environment; per label the mean over seeds and a 95% bootstrap band."""
-    style()
+    with style():
+        return _learning_curves(curves, envs, labels, styles, name, title, caption, ylabel)
+
+
+def _learning_curves(curves, envs, labels, styles, name, title, caption, ylabel) -> Figure:
     rows, cols = _grid_shape(len(envs))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.3 * cols, 3.3 * rows), squeeze=False)
+    fig, axes = _figure(rows, cols, figsize=(4.3 * cols, 3.3 * rows), squeeze=False)
     for ax in axes.flat[len(envs):]:
         ax.set_visible(False)
     for ax, env in zip(axes.flat, envs):
@@ -120,7 +146,7 @@ def learning_curves(curves: pd.DataFrame, envs: list[str], labels: list[str], st
         ax.set_xlabel("environment steps")
         ax.set_ylabel(ylabel)
         ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 3))
-    handles = [plt.Line2D([], [], color=styles[lab]["color"], linestyle=styles[lab]["linestyle"], linewidth=2)
+    handles = [Line2D([], [], color=styles[lab]["color"], linestyle=styles[lab]["linestyle"], linewidth=2)
                for lab in labels]
     fig.suptitle(title, fontsize=12, fontweight="bold")
     fig.tight_layout()
@@ -139,13 +165,13 @@ def learning_curves(curves: pd.DataFrame, envs: list[str], labels: list[str], st
 # ---------------------------------------------------------------------------------------
 # rliable figures
 
+@styled
 def aggregates_figure(agg: pd.DataFrame, styles: dict[str, dict], name: str, title: str, caption: str,
                       xlabel: str = "normalised score") -> Figure:
     """Point estimate and 95% CI of median, IQM, mean and optimality gap, one panel each (rliable's
     ``plot_interval_estimates`` layout)."""
-    style()
     labels = order_labels(agg["label"].unique())
-    fig, axes = plt.subplots(1, 4, figsize=(13, 0.42 * len(labels) + 1.4), sharey=True, squeeze=False)
+    fig, axes = _figure(1, 4, figsize=(13, 0.42 * len(labels) + 1.4), sharey=True, squeeze=False)
     for ax, metric in zip(axes[0], stats.AGGREGATES):
         mine = agg[agg["metric"] == metric].set_index("label")
         for y, label in enumerate(labels):
@@ -165,10 +191,10 @@ def aggregates_figure(agg: pd.DataFrame, styles: dict[str, dict], name: str, tit
     return Figure(name, title, caption, fig)
 
 
+@styled
 def profiles_figure(profiles: dict[str, tuple], taus: np.ndarray, styles: dict[str, dict], name: str, title: str,
                     caption: str, xlabel: str = "normalised score (τ)") -> Figure:
-    style()
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    fig, ax = _figure(1, 1, figsize=(7.5, 4.6))
     for label, (profile, low, high) in profiles.items():
         st = styles[label]
         ax.plot(taus, profile, color=st["color"], linestyle=st["linestyle"], linewidth=1.6, label=label)
@@ -182,13 +208,13 @@ def profiles_figure(profiles: dict[str, tuple], taus: np.ndarray, styles: dict[s
     return Figure(name, title, caption, fig)
 
 
+@styled
 def poi_figure(poi: pd.DataFrame, name: str, title: str, caption: str) -> Figure:
-    style()
     labels = list(dict.fromkeys(poi["x"]))
     matrix = poi.pivot(index="x", columns="y", values="point").reindex(index=labels, columns=labels)
     n = len(labels)
     size = max(4.5, 0.55 * n + 2.5)
-    fig, ax = plt.subplots(figsize=(size + 1.2, size))
+    fig, ax = _figure(1, 1, figsize=(size + 1.2, size))
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PendingDeprecationWarning)    # seaborn 0.13 on matplotlib 3.11
@@ -197,7 +223,7 @@ def poi_figure(poi: pd.DataFrame, name: str, title: str, caption: str) -> Figure
     ax.set_xlabel("column (Y)")
     ax.set_ylabel("row (X)")
     ax.set_title(title, fontsize=12, fontweight="bold")
-    plt.setp(ax.get_xticklabels(), rotation=45, ha="right")
+    setp(ax.get_xticklabels(), rotation=45, ha="right")
     fig.tight_layout()
     return Figure(name, title, caption, fig)
 
