@@ -78,13 +78,14 @@ def group_relative(scores: Tensor, groups: Tensor, scale: bool = True, eps: floa
     """
     scores = scores.to(torch.float64)
     index, num_groups = _group_index(groups)
-    count = torch.zeros(num_groups, dtype=scores.dtype).index_add_(0, index, torch.ones_like(scores))
-    mean = torch.zeros(num_groups, dtype=scores.dtype).index_add_(0, index, scores) / count
+    like = {"dtype": scores.dtype, "device": scores.device}   # per-group sums where the scores are (CPU or GPU)
+    count = torch.zeros(num_groups, **like).index_add_(0, index, torch.ones_like(scores))
+    mean = torch.zeros(num_groups, **like).index_add_(0, index, scores) / count
     centred = scores - mean[index]
-    sq = torch.zeros(num_groups, dtype=scores.dtype).index_add_(0, index, centred ** 2)
+    sq = torch.zeros(num_groups, **like).index_add_(0, index, centred ** 2)
     std = torch.sqrt(sq / (count - 1).clamp(min=1))
-    group_min = torch.full((num_groups,), float("inf"), dtype=scores.dtype).scatter_reduce(0, index, scores, "amin")
-    group_max = torch.full((num_groups,), float("-inf"), dtype=scores.dtype).scatter_reduce(0, index, scores, "amax")
+    group_min = torch.full((num_groups,), float("inf"), **like).scatter_reduce(0, index, scores, "amin")
+    group_max = torch.full((num_groups,), float("-inf"), **like).scatter_reduce(0, index, scores, "amax")
     constant = (group_max == group_min)[index]
     advantages = centred / (std[index] + eps) if scale else centred
     return torch.where(constant, torch.zeros_like(advantages), advantages).to(torch.float32)
@@ -100,8 +101,9 @@ def leave_one_out(scores: Tensor, groups: Tensor) -> Tensor:
     """
     scores = scores.to(torch.float64)
     index, num_groups = _group_index(groups)
-    count = torch.zeros(num_groups, dtype=scores.dtype).index_add_(0, index, torch.ones_like(scores))
-    total = torch.zeros(num_groups, dtype=scores.dtype).index_add_(0, index, scores)
+    like = {"dtype": scores.dtype, "device": scores.device}   # per-group sums where the scores are (CPU or GPU)
+    count = torch.zeros(num_groups, **like).index_add_(0, index, torch.ones_like(scores))
+    total = torch.zeros(num_groups, **like).index_add_(0, index, scores)
     k = count[index]
     baseline = (total[index] - scores) / (k - 1).clamp(min=1)
     return torch.where(k > 1, scores - baseline, torch.zeros_like(scores)).to(torch.float32)

@@ -38,10 +38,13 @@ class TRPOConfig(HorizonRollout):
     vf_epochs: int = 5             # vf_iters=5
     vf_minibatch_size: int = 64    # baselines fits the value in minibatches of 64
     adv_norm: bool = True          # baselines standardises advantages
+    fvp_fraction: float = 1.0      # Fisher-vector products on this random part of the batch (rllab's subsample_factor)
 
     def __post_init__(self):
         check_positive(self, "num_steps", "num_envs", "max_kl", "cg_iters", "line_search_steps",
                        "vf_lr", "vf_epochs", "vf_minibatch_size")
+        if not 0 < self.fvp_fraction <= 1:
+            raise ConfigError(f"fvp_fraction={self.fvp_fraction} must lie in (0, 1]")
         if not 0 < self.line_search_shrink < 1:
             raise ConfigError(f"line_search_shrink={self.line_search_shrink} must lie in (0, 1)")
 
@@ -84,6 +87,15 @@ class TRPO(Algorithm):
             advantages = normalize(advantages, batch.mask)
         with torch.no_grad():
             old_dist = self.agent.dist(batch.obs)
+        # The Fisher-vector products dominate the cost (double backward); a random part of the
+        # batch estimates the curvature well enough (rllab's subsample_factor). 1 = the whole batch.
+        if cfg.fvp_fraction < 1:
+            part = next(batch.minibatches(max(1, round(1 / cfg.fvp_fraction)), self.generator, by="step"))
+            fvp_obs, fvp_mask = part["obs"], part["mask"]
+            with torch.no_grad():
+                fvp_old_dist = self.agent.dist(fvp_obs)
+        else:
+            fvp_obs, fvp_mask, fvp_old_dist = batch.obs, batch.mask, old_dist
 
         def surrogate() -> Tensor:
             logp = self.agent.dist(batch.obs).log_prob(batch.actions)
@@ -93,7 +105,8 @@ class TRPO(Algorithm):
             return aggregate(kl_divergence(old_dist, self.agent.dist(batch.obs)), batch.mask, "token-mean")
 
         def fisher_vector_product(v: Tensor) -> Tensor:
-            grads = torch.autograd.grad(mean_kl(), self.policy_params, create_graph=True)
+            kl = aggregate(kl_divergence(fvp_old_dist, self.agent.dist(fvp_obs)), fvp_mask, "token-mean")
+            grads = torch.autograd.grad(kl, self.policy_params, create_graph=True)
             flat = torch.cat([g.reshape(-1) for g in grads])
             hvp = torch.autograd.grad(flat @ v, self.policy_params)
             return torch.cat([h.reshape(-1) for h in hvp]) + cfg.cg_damping * v

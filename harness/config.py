@@ -35,7 +35,7 @@ class SweepConfig:
     eval_episodes: int | None = None      # episodes per evaluation; default the scale's
     checkpoint_every: int = 20            # updates between checkpoints (resume point of a killed run)
     executor: str = "local"               # local processes
-    device: str = "cpu"                   # torch device of the runs
+    device: str = "cpu"                   # torch device of the runs: cpu | cuda[:k] | auto (CUDA if present)
 
 
 @dataclass
@@ -147,6 +147,12 @@ def apply_overrides(cls: type, base: dict[str, Any], overrides: dict[str, str], 
 # ---------------------------------------------------------------------------------------
 # the command line
 
+# Other names for top-level keys (the LLM suite says task= for env=).
+ALIASES = {"task": "env"}
+# Top-level words that set a suite option: model=X is short for suite.model=X.
+SUITE_SHORTCUTS = ("model",)
+
+
 def split_args(argv: list[str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """``key=value`` words into (top-level, ``algo.*``, ``suite.*``) dicts of text."""
     top: dict[str, str] = {}
@@ -156,13 +162,20 @@ def split_args(argv: list[str]) -> tuple[dict[str, str], dict[str, str], dict[st
         if "=" not in word:
             raise ConfigError(f"argument {word!r} is not key=value")
         key, value = word.split("=", 1)
-        if key.startswith("algo."):
+        key = ALIASES.get(key, key)
+        if key in SUITE_SHORTCUTS:
+            if key in suite:
+                raise ConfigError(f"{key} given twice (as {key}= and suite.{key}=)")
+            suite[key] = value
+        elif key.startswith("algo."):
             algo[key[5:]] = value
         elif key.startswith("suite."):
+            if key[6:] in SUITE_SHORTCUTS and key[6:] in suite:
+                raise ConfigError(f"{key[6:]} given twice (as {key[6:]}= and {key}=)")
             suite[key[6:]] = value
         else:
             if key in top:
-                raise ConfigError(f"{key} given twice")
+                raise ConfigError(f"{key} given twice" + (" (task= is another name for env=)" if key == "env" else ""))
             top[key] = value
     return top, algo, suite
 
@@ -175,6 +188,9 @@ def parse_sweep(top: dict[str, str]) -> SweepConfig:
             raise ConfigError(f"unknown key {key!r}; valid: {', '.join(types_)}, algo.<option>, suite.<option>")
         values[key] = parse_value(key, text, types_[key])
     sweep = SweepConfig(**values)
+    if sweep.device == "auto":  # CUDA when this machine has it, else the CPU (resolved before the runs start)
+        import torch
+        sweep.device = "cuda" if torch.cuda.is_available() else "cpu"
     for key in ("seeds", "steps", "jobs", "eval_every", "eval_episodes", "checkpoint_every"):
         value = getattr(sweep, key)
         if value is not None and value <= 0:

@@ -5,8 +5,9 @@ from harness.config import ConfigError
 
 
 def _registry():
+    from suites.llm_toy import LLMToySuite
     from suites.mujoco import MujocoSuite
-    return {"mujoco": MujocoSuite}
+    return {"mujoco": MujocoSuite, "llm_toy": LLMToySuite}
 
 
 def names() -> list[str]:

@@ -1,0 +1,337 @@
+"""LLM toy suite: all seven algorithms on a tiny causal LM, with verifiable rewards
+(``task=sort``) and RLHF against a learned reward model (``task=keywords``).
+
+The pieces (see each module):
+
+- ``tasks``: the tokenizer, seeded prompt generators with a held-out split, rewards;
+- ``models``: Hugging Face causal LMs from a small config or a local checkpoint, the agent
+  (``dist``/``value`` over token rows), KV-cache generation, reward model;
+- ``warmstart``: SFT on demonstrations (the reference policy) and Bradley-Terry reward
+  modelling, cached on disk by config hash;
+- ``collect``: group rollouts (G completions per prompt) and PPO's per-token rewards.
+
+Heavy imports (``transformers``) happen when a task is built, not when the suite registry
+is read.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from harness.config import ConfigError
+from suites.base import Scale, Suite
+from suites.llm_toy.tasks import PREFERENCE, TASKS, VERIFIABLE
+
+ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
+MAX_POSITIONS = 256
+
+
+@dataclass
+class LLMToyConfig:
+    """Model, reward and warm-start options shared by every algorithm on this suite (``suite.<key>=``;
+    ``model=`` is short for ``suite.model=``)."""
+    model: str = "tiny"                  # tiny (CPU) | small (GPU) | /path/to/a/local/HF/causal-LM/checkpoint
+    max_new_tokens: int | None = None    # response length limit in tokens, EOS included; default the task's
+    kl_coef: float = 0.05                # beta of the per-token KL penalty in PPO's reward (N+ details: 0.05)
+    kl_adaptive: bool = False            # Ziegler et al. 2019's adaptive KL controller for kl_coef
+    kl_target: float = 6.0               # its target KL per completion (lm-human-preferences: 6 nats)
+    kl_horizon: int = 10_000             # its horizon (lm-human-preferences: 10000)
+    missing_eos_score: float | None = -1.0  # score of a response without EOS by the limit (N+: -1); none: task score
+    sft_steps: int | None = None         # warm-start SFT steps; default the task's (short: the start is below the ceiling)
+    sft_batch_size: int = 64
+    sft_lr: float = 1e-3
+    sft_noise: float | None = None       # fraction of noisy demonstrations (sort: one digit wrong); default the task's
+    sft_seed: int = 0                    # seed of the model initialisation and the warm start (shared by all runs)
+    rm_pairs: int = 4096                 # preference pairs of SFT samples for the reward model
+    rm_steps: int = 400
+    rm_batch_size: int = 64
+    rm_lr: float = 1e-3
+    pref_temperature: float = 0.1        # label noise: P(a preferred to b) = sigmoid((gold_a - gold_b) / T)
+    attn_implementation: str = "eager"   # eager: twice differentiable (TRPO's Fisher-vector products); or sdpa
+    bf16: bool = True                    # bf16 autocast on CUDA (never on the CPU)
+    forward_batch_size: int = 512        # completions per no-grad forward pass (collection, evaluation)
+    logp_from_generation: bool = True    # logp_old as sampled (fp32: equal to the training pass to ~1e-6, one
+                                         # forward pass saved); under bf16 autocast it is always recomputed
+    warmstart_device: str = "auto"       # where SFT and the reward model train (once, cached): auto | cpu | cuda
+
+    def __post_init__(self):
+        if self.model not in ("tiny", "small") and not Path(self.model).is_dir():
+            raise ConfigError(f"model={self.model!r} is not valid; valid: tiny, small, or a local checkpoint folder")
+        if self.attn_implementation not in ATTN_IMPLEMENTATIONS:
+            raise ConfigError(f"attn_implementation={self.attn_implementation!r} is not valid; "
+                              f"valid: {', '.join(ATTN_IMPLEMENTATIONS)}")
+        for key in ("kl_target", "kl_horizon", "sft_batch_size", "sft_lr", "rm_pairs", "rm_batch_size", "rm_lr",
+                    "pref_temperature", "forward_batch_size", "max_new_tokens"):
+            value = getattr(self, key)
+            if value is not None and value <= 0:
+                raise ConfigError(f"suite.{key}={value} must be positive")
+        if self.kl_coef < 0:
+            raise ConfigError(f"suite.kl_coef={self.kl_coef} must be >= 0")
+
+
+class Rollout(NamedTuple):
+    obs: Tensor          # [R, N, L] token rows (expanded view)
+    actions: Tensor      # [R, N]
+    mask: Tensor         # [R, N]
+    lengths: Tensor      # [N] response tokens, EOS included
+    has_eos: Tensor      # [N] bool
+    scores: Tensor       # [N] training score: task reward or reward model, missing-EOS rule applied
+    gold: Tensor         # [N] hidden gold score (verifiable: the reward)
+    logp_old: Tensor     # [R, N] from the batched forward pass (the training code path)
+    logp_gen: Tensor     # [R, N] as generation saw them (KV cache)
+
+
+class TaskEnv:
+    """Everything about one task that runs share: tokenizer, prompts, the warm-started
+    SFT policy (reference), the reward model; the ``env`` of the harness's contract."""
+
+    def __init__(self, task_name: str, cfg: LLMToyConfig):
+        from suites.llm_toy.tasks import load_tokenizer
+        from suites.llm_toy.warmstart import cached, resolve_device, train_reward_model, train_sft
+        self.cfg = cfg
+        task_cls = TASKS[task_name]
+        self.task = task_cls(sft_noise=cfg.sft_noise) if cfg.sft_noise is not None else task_cls()
+        self.tokenizer = load_tokenizer(cfg.model)
+        self.max_new_tokens = cfg.max_new_tokens or self.task.max_new_tokens
+        self.prompt_len = 1 + self.tokenizer.max_tokens(self.task.max_prompt_chars)
+        # Room for any response length limit, so one warm start serves them all (RoPE has no
+        # parameters that depend on it).
+        self.max_positions = max(MAX_POSITIONS, self.prompt_len + self.max_new_tokens)
+        self.sft_steps = cfg.sft_steps if cfg.sft_steps is not None else self.task.sft_steps
+        device = resolve_device(cfg.warmstart_device)
+        spec = {"task": self.task.describe(), "tokenizer": self.tokenizer.describe(), "model": _model_id(cfg.model),
+                "max_positions": self.max_positions, "attn": cfg.attn_implementation,
+                "sft_steps": self.sft_steps,
+                **{k: getattr(cfg, k) for k in ("sft_batch_size", "sft_lr", "sft_seed")}}
+        self.sft = cached("sft", spec, lambda: train_sft(self, device))
+        self.rm_payload = None
+        if not self.task.verifiable:
+            rm_spec = {**spec, "max_new_tokens": self.max_new_tokens, "bf16": cfg.bf16,
+                       **{k: getattr(cfg, k) for k in ("rm_pairs", "rm_steps", "rm_batch_size", "rm_lr",
+                                                       "pref_temperature")}}
+            self.rm_payload = cached("rm", rm_spec, lambda: train_reward_model(self, self.sft["policy"], device))
+        self._reference = None
+        self._reward_model = None
+
+    # -- models ----------------------------------------------------------------------
+
+    def _policy(self):
+        from suites.llm_toy.models import build_policy
+        policy = build_policy(self.cfg.model, self.tokenizer, self.max_positions, self.cfg.attn_implementation,
+                              self.cfg.sft_seed)
+        policy.load_state_dict(self.sft["policy"])
+        return policy
+
+    def _scalar(self):
+        from suites.llm_toy.models import build_scalar_model
+        return build_scalar_model(self.cfg.model, self.tokenizer, self.max_positions, self.cfg.attn_implementation,
+                                  self.cfg.sft_seed + 1)
+
+    def new_agent(self):
+        """The SFT policy and a value model: from the reward model (InstructGPT) on a preference
+        task, from the SFT transformer with a zero head on a verifiable one."""
+        from suites.llm_toy.models import LMAgent, copy_backbone
+        policy = self._policy()
+        value = self._scalar()
+        if self.rm_payload is not None:
+            value.load_state_dict({k[len("model."):]: v for k, v in self.rm_payload["reward_model"].items()
+                                   if k.startswith("model.")})
+        else:
+            copy_backbone(policy, value)
+        tok = self.tokenizer
+        return LMAgent(policy, value, self.prompt_len, tok.pad_id, tok.eos_id, self.cfg.bf16)
+
+    def reference(self, device: torch.device):
+        """The frozen SFT policy (pi_ref), on ``device``."""
+        if self._reference is None:
+            from suites.llm_toy.models import LMAgent
+            tok = self.tokenizer
+            self._reference = LMAgent(self._policy(), None, self.prompt_len, tok.pad_id, tok.eos_id,
+                                      self.cfg.bf16).requires_grad_(False)
+        if self._reference.device != device:
+            self._reference.to(device)
+        return self._reference
+
+    def reward_model(self, device: torch.device):
+        if self._reward_model is None:
+            from suites.llm_toy.models import RewardModel
+            tok = self.tokenizer
+            rm = RewardModel(self._scalar(), self.prompt_len, tok.pad_id, tok.eos_id, self.cfg.bf16)
+            rm.load_state_dict(self.rm_payload["reward_model"])
+            self._reward_model = rm.requires_grad_(False).eval()
+        if self._reward_model.shift.device != device:
+            self._reward_model.to(device)
+        return self._reward_model
+
+    # -- rollouts ----------------------------------------------------------------------
+
+    def chunked(self, fn, obs: Tensor, actions: Tensor) -> Tensor:
+        """``fn(obs, actions) -> [R, n]`` over column chunks of ``forward_batch_size`` (memory)."""
+        size = self.cfg.forward_batch_size
+        N = obs.shape[1]
+        if N <= size:
+            return fn(obs, actions)
+        return torch.cat([fn(obs[:, i:i + size], actions[:, i:i + size]) for i in range(0, N, size)], dim=1)
+
+    @torch.no_grad()
+    def rollout(self, agent, prompts: list[str], generator: torch.Generator | None, greedy: bool = False) -> Rollout:
+        """Generate one completion per prompt and score it."""
+        from suites.llm_toy.warmstart import decode_responses, encode_prompts
+        device = agent.device
+        tok = self.tokenizer
+        ids = encode_prompts(tok, prompts, self.prompt_len).to(device)
+        parts = [agent.generate(ids[i:i + self.cfg.forward_batch_size], self.max_new_tokens, generator, greedy)
+                 for i in range(0, len(prompts), self.cfg.forward_batch_size)]
+        responses, lengths, logp_gen = (torch.cat(x) for x in zip(*parts))
+        R = int(lengths.max())
+        seq = torch.cat([ids, responses], dim=1)                       # [N, P + limit]
+        obs = seq.unsqueeze(0).expand(R, *seq.shape)                    # [R, N, P + limit], no copy
+        actions = responses[:, :R].T.contiguous()
+        mask = (torch.arange(R, device=device).unsqueeze(1) < lengths.unsqueeze(0)).float()
+        logp_gen = logp_gen[:, :R].T.contiguous()
+        if self.cfg.logp_from_generation and not _autocasting(agent):
+            logp_old = logp_gen
+        else:   # the training code path, batched: the first minibatch's ratio is then 1 under autocast too
+            logp_old = self.chunked(lambda o, a: agent.dist(o).log_prob(a), obs, actions)
+        texts, has_eos = decode_responses(tok, responses.cpu(), lengths.cpu())
+        gold = torch.tensor([self.task.gold(p, t, e) for p, t, e in zip(prompts, texts, has_eos)], device=device)
+        has_eos_t = torch.tensor(has_eos, device=device)
+        if self.task.verifiable:
+            raw = gold
+        else:
+            rm = self.reward_model(device)
+            raw = torch.cat([rm(seq[i:i + self.cfg.forward_batch_size, : self.prompt_len + R])
+                             for i in range(0, len(prompts), self.cfg.forward_batch_size)])
+        from suites.llm_toy.collect import apply_missing_eos
+        scores = apply_missing_eos(raw.float(), has_eos_t, self.cfg.missing_eos_score)
+        return Rollout(obs, actions, mask, lengths, has_eos_t, scores, gold.float(), logp_old, logp_gen)
+
+
+def _autocasting(agent) -> bool:
+    return agent.bf16 and agent.device.type == "cuda"
+
+
+def _model_id(model: str):
+    """What identifies a model for the cache: a preset's name, or a checkpoint's path and files' times."""
+    if model in ("tiny", "small"):
+        return model
+    folder = Path(model).resolve()
+    return {"path": str(folder), "mtimes": sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir())}
+
+
+class LLMToySuite(Suite):
+    name = "llm_toy"
+    Config = LLMToyConfig
+    default_envs = VERIFIABLE + PREFERENCE
+    scales = {
+        # every algorithm on the verifiable task, one update each: CI
+        "smoke": Scale(envs=VERIFIABLE, steps=128, seeds=1, eval_every=128, eval_episodes=32),
+        # each run a few minutes on one CPU core
+        "quick": Scale(envs=VERIFIABLE + PREFERENCE, steps=40_960, seeds=3, eval_every=4096, eval_episodes=256),
+        # the suite's full protocol
+        "full": Scale(envs=VERIFIABLE + PREFERENCE, steps=163_840, seeds=3, eval_every=8192, eval_episodes=512),
+    }
+    scales["paper"] = scales["full"]   # the harness's default scale name
+
+    # One batch is 128 completions for every algorithm (the issue's TRL reference: 16 prompts x 8).
+    # PPO family: "The N+ Implementation Details of RLHF with PPO" (gamma 1, lambda 0.95, clip 0.2,
+    # 4 epochs, advantage whitening, value clipping, vf_coef 0.1). num_envs = prompts per batch;
+    # minibatch sizes count response tokens (a minibatch keeps whole completions).
+    _horizon = {"num_envs": 128, "num_steps": 16, "gamma": 1.0}
+    algo_defaults = {
+        "ppo_clip": {**_horizon, "lam": 0.95, "clip_eps": 0.2, "num_epochs": 4, "minibatch_size": 256,
+                     "adv_norm": "batch", "value_clip": True, "vf_coef": 0.1, "lr": 1e-4, "max_grad_norm": 1.0},
+        "ppo_kl": {**_horizon, "lam": 0.95, "num_epochs": 4, "minibatch_size": 256, "adv_norm": "batch",
+                   "value_clip": True, "vf_coef": 0.1, "lr": 1e-4, "max_grad_norm": 1.0},
+        # TRPO: Fisher-vector products (double backward through the transformer) on a quarter of the batch
+        "trpo": {**_horizon, "lam": 0.95, "max_kl": 0.01, "vf_lr": 3e-4, "vf_epochs": 4, "vf_minibatch_size": 256,
+                 "fvp_fraction": 0.25},
+        "reinforce": {**_horizon, "baseline": "value", "lr": 3e-4, "vf_lr": 3e-4, "vf_epochs": 4,
+                      "vf_minibatch_size": 256, "max_grad_norm": 1.0},
+        # Value-free: G completions per prompt. One gradient step per batch, as TRL's GRPOTrainer
+        # (num_iterations=1) and DeepSeekMath (mu=1).
+        "grpo": {"group_size": 8, "num_groups": 16, "gamma": 1.0, "num_epochs": 1, "num_minibatches": 1,
+                 "lr": 3e-4, "max_grad_norm": 1.0},
+        "rloo": {"group_size": 4, "num_groups": 32, "gamma": 1.0, "lr": 3e-4, "max_grad_norm": 1.0},
+        "dapo": {"group_size": 8, "num_groups": 16, "gamma": 1.0, "num_epochs": 1, "num_minibatches": 1,
+                 "lr": 3e-4, "max_grad_norm": 1.0},
+    }
+
+    def __init__(self):
+        self._envs: dict = {}
+
+    def validate_env(self, env_id: str) -> None:
+        if env_id not in TASKS:
+            raise ConfigError(f"unknown task {env_id!r}; the llm_toy tasks: {', '.join(TASKS)} "
+                              f"(verifiable: {', '.join(VERIFIABLE)}; preference: {', '.join(PREFERENCE)})")
+        try:
+            import transformers  # noqa: F401
+        except ImportError:
+            raise ConfigError("suite llm_toy needs Hugging Face transformers: pip install -e '.[llm]'") from None
+
+    def _task_env(self, env_id: str, cfg: LLMToyConfig) -> TaskEnv:
+        key = (env_id, tuple(sorted(dataclasses.asdict(cfg).items())))
+        if key not in self._envs:
+            self.validate_env(env_id)
+            self._envs[key] = TaskEnv(env_id, cfg)
+        return self._envs[key]
+
+    def make_env(self, env_id: str, cfg: LLMToyConfig, train: bool = True) -> TaskEnv:
+        return self._task_env(env_id, cfg)
+
+    def make_agent(self, env: TaskEnv, cfg: LLMToyConfig):
+        return env.new_agent()
+
+    def make_collector(self, env_id, cfg, algo_cls, algo_cfg, seed):
+        from suites.llm_toy.collect import LLMCollector
+        env = self._task_env(env_id, cfg)
+        if algo_cls.rollout == "groups":
+            collector = LLMCollector(env, "groups", algo_cfg.num_groups, algo_cfg.group_size, seed)
+            return collector, algo_cfg.num_groups * algo_cfg.group_size
+        collector = LLMCollector(env, "horizon", algo_cfg.num_envs, 1, seed)
+        return collector, algo_cfg.num_envs
+
+    def evaluate(self, agent, env: TaskEnv, episodes: int, seed: int) -> dict[str, float]:
+        return evaluate(agent, env, episodes, seed)
+
+
+@torch.no_grad()
+def evaluate(agent, env: TaskEnv, episodes: int, seed: int) -> dict[str, float]:
+    """Held-out prompts (the same for every run): sampled (temperature 1) and greedy
+    completions. ``eval_return_mean`` is the headline: the gold score of sampled completions
+    (on a verifiable task, the success rate)."""
+    from torch.distributions import kl_divergence
+    device = agent.device
+    prompts = env.task.eval_prompts(episodes)
+    generator = torch.Generator(device).manual_seed(seed)
+    start = time.perf_counter()
+    sampled = env.rollout(agent, prompts, generator)
+    gen_seconds = time.perf_counter() - start
+    greedy = env.rollout(agent, prompts, None, greedy=True)
+    reference = env.reference(device)
+
+    def kl_and_entropy(o, a):
+        dist = agent.dist(o)
+        return torch.stack([kl_divergence(dist, reference.dist(o)), dist.entropy()], -1)
+
+    both = env.chunked(lambda o, a: kl_and_entropy(o, a), sampled.obs, sampled.actions)   # [R, N, 2]
+    kl_seq = both[..., 0].sum(0)                          # sum_t KL(pi(.|s_t) || pi_ref(.|s_t)), exact per state
+    tokens = sampled.mask.sum()
+    gold = sampled.gold.cpu().numpy()
+    return {
+        "eval_return_mean": float(gold.mean()), "eval_return_std": float(gold.std()), "eval_episodes": len(prompts),
+        "eval_greedy_return": float(greedy.gold.mean()),
+        "eval_proxy_reward": float(sampled.scores.mean()),          # what training optimises
+        "eval_kl_ref": float(kl_seq.mean()),
+        "eval_response_length": float(sampled.lengths.float().mean()),
+        "eval_eos_rate": float(sampled.has_eos.float().mean()),
+        "eval_entropy": float(both[..., 1].sum() / tokens),
+        "eval_gen_tokens_per_s": float(tokens) / max(gen_seconds, 1e-9),
+    }

@@ -1,0 +1,304 @@
+"""Models of the LLM toy suite: Hugging Face causal LMs built from a small config (or a
+local checkpoint), the agent that exposes them to the algorithms, KV-cache generation,
+and the scalar-head models (reward model, value model).
+
+Layout of an LLM batch (``harness/batch.py``): a column is one completion, a step one
+response token. ``obs[t, n]`` is the whole token row of completion ``n`` (the prompt
+left-padded to ``P`` tokens, then the response right-padded with PAD), the same for every
+``t`` (an expanded view: no copies), so the agent runs the transformer once over
+prompt + response and reads the next-token distribution at every response position.
+Positions after the first EOS are padding: their action has log-probability 0.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+from functools import lru_cache
+
+import torch
+from torch import Tensor, nn
+from torch.distributions import Categorical, kl_divergence, register_kl
+
+# Presets built from a config (no download). tiny: the issue's TRL reference, a 2-layer,
+# 128-wide Llama (~330k parameters with the 15-token alphabet); small: for a GPU.
+MODEL_PRESETS = {
+    "tiny": dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=4),
+    "small": dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=8, num_attention_heads=8,
+                  num_key_value_heads=8),
+}
+
+
+def _no_dropout(config) -> None:
+    """Dropout off everywhere, so the log-probabilities of generation and training agree."""
+    for key, value in list(config.to_dict().items()):
+        if isinstance(value, float) and ("dropout" in key or "pdrop" in key):
+            setattr(config, key, 0.0)
+
+
+def build_config(model: str, tokenizer, max_positions: int, attn_implementation: str):
+    from transformers import AutoConfig, LlamaConfig
+    if model in MODEL_PRESETS:
+        config = LlamaConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=max_positions,
+                             pad_token_id=tokenizer.pad_id, bos_token_id=tokenizer.bos_id,
+                             eos_token_id=tokenizer.eos_id, tie_word_embeddings=False,
+                             **MODEL_PRESETS[model])
+    else:
+        config = AutoConfig.from_pretrained(model)
+    _no_dropout(config)
+    config._attn_implementation = attn_implementation
+    return config
+
+
+def build_policy(model: str, tokenizer, max_positions: int, attn_implementation: str, seed: int) -> nn.Module:
+    """A causal LM: a fresh preset (initialised from ``seed``) or a local checkpoint."""
+    from transformers import AutoModelForCausalLM
+    config = build_config(model, tokenizer, max_positions, attn_implementation)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if model in MODEL_PRESETS:
+            lm = AutoModelForCausalLM.from_config(config)
+        else:
+            lm = AutoModelForCausalLM.from_pretrained(model, config=config)
+    return lm.eval()
+
+
+def build_scalar_model(model: str, tokenizer, max_positions: int, attn_implementation: str, seed: int) -> nn.Module:
+    """A sequence classifier of the same family with one output (reward and value models)."""
+    from transformers import AutoModelForSequenceClassification
+    config = build_config(model, tokenizer, max_positions, attn_implementation)
+    config.num_labels = 1
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        scalar = AutoModelForSequenceClassification.from_config(config)
+        nn.init.zeros_(scalar.score.weight)
+    return scalar.eval()
+
+
+def copy_backbone(src_lm: nn.Module, dst_scalar: nn.Module) -> None:
+    """Initialise a scalar model's transformer from a causal LM's (InstructGPT: RM from SFT)."""
+    dst_scalar.base_model.load_state_dict(src_lm.base_model.state_dict())
+
+
+@lru_cache(maxsize=None)
+def _cache_kwarg(cls: type) -> str:
+    """transformers >= 5.? names the KV cache ``cache``; earlier versions ``past_key_values``."""
+    return "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
+
+
+@lru_cache(maxsize=None)
+def _accepts(cls: type, name: str) -> bool:
+    return name in inspect.signature(cls.forward).parameters
+
+
+def autocast_for(module: nn.Module, bf16: bool):
+    """bf16 autocast on CUDA (when enabled), nothing on the CPU."""
+    device = next(module.parameters()).device
+    if bf16 and device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+# ---------------------------------------------------------------------------------------
+# token rows: masks and positions
+
+def response_mask(responses: Tensor, eos_id: int) -> Tensor:
+    """``[N, R]`` bool: the response tokens up to and including the first EOS (all of them
+    when there is none: the response was cut at the length limit)."""
+    is_eos = (responses == eos_id).to(torch.int32)
+    return (is_eos.cumsum(-1) - is_eos) == 0
+
+
+def attention_inputs(seq: Tensor, prompt_len: int, pad_id: int, eos_id: int) -> tuple[Tensor, Tensor, Tensor]:
+    """For token rows ``seq [N, P + R]``: (attention mask, position ids, response mask [N, R]).
+    Prompts are left-padded (masked, positions start at the first real token); the
+    response is masked after its first EOS."""
+    resp_valid = response_mask(seq[:, prompt_len:], eos_id)
+    attn = torch.cat([seq[:, :prompt_len] != pad_id, resp_valid], dim=1)
+    positions = (attn.long().cumsum(-1) - 1).clamp(min=0)
+    return attn.long(), positions, resp_valid
+
+
+class SequenceCategorical(Categorical):
+    """Next-token distributions at the response positions, ``[R, N]`` batch shape.
+
+    Positions past the end of a response (``valid = 0``) are padding, not actions: their
+    log-probability and entropy are 0, so a ratio, a KL estimate or a masked sum over them
+    is exactly 0 whatever the two models think of the PAD token."""
+
+    def __init__(self, logits: Tensor, valid: Tensor):
+        super().__init__(logits=logits, validate_args=False)
+        self.valid = valid
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        lp = super().log_prob(value.to(self.logits.device))
+        return torch.where(self.valid, lp, torch.zeros_like(lp))
+
+    def entropy(self) -> Tensor:
+        h = super().entropy()
+        return torch.where(self.valid, h, torch.zeros_like(h))
+
+
+@register_kl(SequenceCategorical, SequenceCategorical)
+def _kl_sequence_categorical(p: SequenceCategorical, q: SequenceCategorical) -> Tensor:
+    # From log-softmax: finite even where a probability underflows to 0 in float32.
+    kl = (p.probs * (p.logits - q.logits)).sum(-1)
+    return torch.where(p.valid, kl, torch.zeros_like(kl))
+
+
+class LMAgent(nn.Module):
+    """The agent contract (``harness/agent.py``) for a causal LM and its value model.
+
+    ``obs [R, N, L]`` (token rows, see the module docstring) -> ``dist(obs)`` over the ``R``
+    response positions; ``value(obs) [R, N]`` = V(prompt + response[:t]) from the value
+    model (None for a policy-only copy). Generation is ``generate``; ``act`` is unused
+    because the suite's collector generates whole completions itself.
+    """
+
+    has_critic = True
+
+    def __init__(self, policy: nn.Module, value_model: nn.Module | None, prompt_len: int, pad_id: int,
+                 eos_id: int, bf16: bool = True):
+        super().__init__()
+        self.policy, self.value_model = policy, value_model
+        self.prompt_len, self.pad_id, self.eos_id, self.bf16 = prompt_len, pad_id, eos_id, bf16
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.policy.parameters()).device
+
+    def _rows(self, obs: Tensor) -> tuple[Tensor, int]:
+        steps = obs.shape[0]
+        return obs[0, :, : self.prompt_len + steps].to(self.device), steps
+
+    def dist(self, obs: Tensor) -> SequenceCategorical:
+        seq, steps = self._rows(obs)
+        attn, positions, valid = attention_inputs(seq, self.prompt_len, self.pad_id, self.eos_id)
+        with autocast_for(self.policy, self.bf16):
+            logits = self.policy(input_ids=seq, attention_mask=attn, position_ids=positions, use_cache=False).logits
+        P = self.prompt_len
+        logits = logits[:, P - 1: P + steps - 1].float().transpose(0, 1)   # [R, N, V]: position P-1+t predicts token t
+        return SequenceCategorical(logits, valid.transpose(0, 1))
+
+    def value(self, obs: Tensor) -> Tensor:
+        seq, steps = self._rows(obs)
+        attn, positions, _ = attention_inputs(seq, self.prompt_len, self.pad_id, self.eos_id)
+        values = scalar_outputs(self.value_model, seq, attn, positions, self.bf16)   # [N, P + R]
+        P = self.prompt_len
+        return values[:, P - 1: P + steps - 1].transpose(0, 1)
+
+    def policy_parameters(self) -> list[nn.Parameter]:
+        return list(self.policy.parameters())
+
+    def value_parameters(self) -> list[nn.Parameter]:
+        return list(self.value_model.parameters()) if self.value_model is not None else []
+
+    def frozen_copy(self) -> "LMAgent":
+        """The policy alone, deep-copied and frozen (pi_old, pi_ref): shares nothing trainable."""
+        copy_ = LMAgent(copy.deepcopy(self.policy), None, self.prompt_len, self.pad_id, self.eos_id, self.bf16)
+        return copy_.requires_grad_(False).eval()
+
+    def observe(self, obs: Tensor) -> None:
+        """No input statistics to update."""
+
+    def act(self, obs, rng, deterministic: bool = False):
+        raise NotImplementedError("the llm_toy collector generates whole completions (LMAgent.generate)")
+
+    def env_action(self, actions):
+        return actions
+
+    @torch.no_grad()
+    def generate(self, prompts: Tensor, max_new_tokens: int, generator: torch.Generator | None = None,
+                 greedy: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+        return generate(self.policy, prompts, max_new_tokens, self.pad_id, self.eos_id,
+                        generator=generator, greedy=greedy, bf16=self.bf16)
+
+
+def scalar_outputs(scalar_model: nn.Module, seq: Tensor, attn: Tensor, positions: Tensor, bf16: bool) -> Tensor:
+    """The scalar head applied at every position: ``[N, L]``."""
+    with autocast_for(scalar_model, bf16):
+        hidden = scalar_model.base_model(input_ids=seq, attention_mask=attn, position_ids=positions,
+                                         use_cache=False).last_hidden_state
+        return scalar_model.score(hidden).squeeze(-1).float()
+
+
+class RewardModel(nn.Module):
+    """A sequence classifier scoring prompt + response at its last token (EOS), with an
+    affine normalisation fitted after training (N+ details: SFT samples score mean 0, std 1)."""
+
+    def __init__(self, scalar_model: nn.Module, prompt_len: int, pad_id: int, eos_id: int, bf16: bool = True):
+        super().__init__()
+        self.model = scalar_model
+        self.prompt_len, self.pad_id, self.eos_id, self.bf16 = prompt_len, pad_id, eos_id, bf16
+        self.register_buffer("shift", torch.zeros(()))
+        self.register_buffer("scale", torch.ones(()))
+
+    def raw(self, seq: Tensor) -> Tensor:
+        """Unnormalised scores ``[N]`` of token rows ``seq [N, P + R]``."""
+        seq = seq.to(self.shift.device)
+        attn, positions, valid = attention_inputs(seq, self.prompt_len, self.pad_id, self.eos_id)
+        last = self.prompt_len + valid.sum(-1) - 1
+        values = scalar_outputs(self.model, seq, attn, positions, self.bf16)
+        return values.gather(1, last.unsqueeze(1)).squeeze(1)
+
+    def forward(self, seq: Tensor) -> Tensor:
+        return (self.raw(seq) - self.shift) / self.scale
+
+
+def bradley_terry_loss(chosen: Tensor, rejected: Tensor) -> Tensor:
+    """``-log sigmoid(r_chosen - r_rejected)``, averaged over pairs (Bradley & Terry 1952;
+    the reward-model loss of Ziegler et al. 2019 and InstructGPT)."""
+    return -nn.functional.logsigmoid(chosen - rejected).mean()
+
+
+@torch.no_grad()
+def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int, eos_id: int,
+             generator: torch.Generator | None = None, greedy: bool = False, bf16: bool = True
+             ) -> tuple[Tensor, Tensor, Tensor]:
+    """Batched sampling at temperature 1 with the KV cache.
+
+    ``prompts [N, P]`` left-padded. Returns ``responses [N, max_new_tokens]`` (PAD after the
+    first EOS), ``lengths [N]`` (EOS included) and ``logp [N, max_new_tokens]``, the
+    log-probabilities of the sampled tokens as generation saw them (0 on padding).
+    Sampling is Gumbel-max on uniforms from ``generator``: an exact draw from
+    ``softmax(logits)``, reproducible from the generator's state.
+    """
+    device = next(model.parameters()).device
+    prompts = prompts.to(device)
+    N = prompts.shape[0]
+    cache_kw = _cache_kwarg(type(model))
+    extra = {"logits_to_keep": 1} if _accepts(type(model), "logits_to_keep") else {}
+    attn = (prompts != pad_id).long()
+    positions = (attn.cumsum(-1) - 1).clamp(min=0)
+    with autocast_for(model, bf16):
+        out = model(input_ids=prompts, attention_mask=attn, position_ids=positions, use_cache=True, **extra)
+    cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    next_pos = positions[:, -1:] + 1
+    responses = torch.full((N, max_new_tokens), pad_id, dtype=prompts.dtype, device=device)
+    logps = torch.zeros((N, max_new_tokens), device=device)
+    done = torch.zeros(N, dtype=torch.bool, device=device)
+    lengths = torch.full((N,), max_new_tokens, dtype=torch.long, device=device)
+    for t in range(max_new_tokens):
+        logits = torch.log_softmax(out.logits[:, -1].float(), -1)
+        if greedy:
+            token = logits.argmax(-1)
+        else:
+            u = torch.rand(logits.shape, generator=generator, device=device)
+            token = (logits - torch.log(-torch.log(u))).argmax(-1)
+        live = ~done
+        token = torch.where(live, token, torch.full_like(token, pad_id))
+        responses[:, t] = token
+        logps[:, t] = torch.where(live, logits.gather(1, token.unsqueeze(1)).squeeze(1), torch.zeros(()))
+        ended = live & (token == eos_id)
+        lengths = torch.where(ended, torch.full_like(lengths, t + 1), lengths)
+        done = done | ended
+        if t == max_new_tokens - 1 or bool(done.all()):
+            break
+        attn = torch.cat([attn, live.long().unsqueeze(1)], dim=1)
+        with autocast_for(model, bf16):
+            out = model(input_ids=token.unsqueeze(1), attention_mask=attn, position_ids=next_pos,
+                        use_cache=True, **{cache_kw: cache}, **extra)
+        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        next_pos = next_pos + 1
+    return responses, lengths, logps

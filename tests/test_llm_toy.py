@@ -1,0 +1,325 @@
+"""The LLM toy suite: per-token rewards and the EOS penalty against hand-computed numbers,
+the reward model's Bradley-Terry loss and held-out accuracy, exact log-probabilities
+(generation = training, first ratio 1), group rollouts, micro-batch gradient accumulation
+in every aggregation mode, and a smoke run of every algorithm through the command line.
+
+One warm start (SFT, ~100 small steps) is trained per session into a temporary cache.
+"""
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+import algos  # noqa: E402
+from algos.losses import AGGREGATION_MODES, aggregate, clipped_surrogate  # noqa: E402
+from harness.config import ConfigError, parse_sweep, plan_runs, split_args  # noqa: E402
+from suites.llm_toy import LLMToyConfig, LLMToySuite, evaluate  # noqa: E402
+from suites.llm_toy.collect import AdaptiveKLController, apply_missing_eos, per_token_rewards  # noqa: E402
+from suites.llm_toy.models import bradley_terry_loss, generate  # noqa: E402
+from suites.llm_toy.tasks import CharTokenizer, KeywordsTask, SortTask  # noqa: E402
+
+ALL = ("reinforce", "trpo", "ppo_clip", "ppo_kl", "grpo", "rloo", "dapo")
+# A small reward model for the tests (the suite's default trains on 4096 pairs).
+SMALL_RM = dict(sft_steps=60, rm_pairs=1024, rm_steps=100)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def llm_cache(tmp_path_factory):
+    """Warm starts go to a per-session cache (also seen by the smoke run's worker processes)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PG_ARENA_CACHE", str(tmp_path_factory.mktemp("pg_arena_cache")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="session")
+def suite():
+    return LLMToySuite()
+
+
+@pytest.fixture(scope="session")
+def sort_env(suite, llm_cache):
+    return suite.make_env("sort", LLMToyConfig())
+
+
+@pytest.fixture(scope="session")
+def keywords_env(suite, llm_cache):
+    return suite.make_env("keywords", LLMToyConfig(**SMALL_RM))
+
+
+def make(suite, env_id, cfg, name, seed=0, **algo_overrides):
+    cls = algos.get(name)
+    algo_cfg = cls.Config(**{**suite.algo_defaults[name], **algo_overrides})
+    env = suite.make_env(env_id, cfg)
+    agent = suite.make_agent(env, cfg)
+    collector, steps_per_batch = suite.make_collector(env_id, cfg, cls, algo_cfg, seed)
+    return env, agent, collector, cls(agent, algo_cfg, total_updates=10, seed=seed)
+
+
+# ---------------------------------------------------------------------------------------
+# rewards
+
+def test_per_token_rewards_against_a_hand_computed_example():
+    # two completions: 3 tokens and 2 tokens (the second column's last step is padding)
+    logp = torch.tensor([[-1.0, -0.5], [-2.0, -1.0], [-0.5, -9.0]])
+    logp_ref = torch.tensor([[-1.5, -0.5], [-1.0, -3.0], [-0.5, -1.0]])
+    mask = torch.tensor([[1.0, 1.0], [1.0, 1.0], [1.0, 0.0]])
+    scores = torch.tensor([2.0, -1.0])
+    rewards = per_token_rewards(scores, logp, logp_ref, mask, kl_coef=0.1)
+    # r_t = -0.1 (logp - logp_ref); the score lands on the last real token
+    expected = torch.tensor([[-0.1 * 0.5, 0.0],
+                             [-0.1 * -1.0, -0.1 * 2.0 - 1.0],
+                             [0.0 + 2.0, 0.0]])
+    torch.testing.assert_close(rewards, expected)
+    # summed: score - beta * KL_k1 of the sequence
+    torch.testing.assert_close(rewards.sum(0), scores - 0.1 * ((logp - logp_ref) * mask).sum(0))
+
+
+def test_missing_eos_gets_the_fixed_penalty(suite, sort_env):
+    scores = torch.tensor([1.0, 0.0, 0.5])
+    has_eos = torch.tensor([True, False, False])
+    torch.testing.assert_close(apply_missing_eos(scores, has_eos, -1.0), torch.tensor([1.0, -1.0, -1.0]))
+    torch.testing.assert_close(apply_missing_eos(scores, has_eos, None), scores)
+    # End to end: 3 new tokens cannot hold a sorted answer of 3-6 digits and its EOS.
+    cfg = LLMToyConfig(max_new_tokens=3, missing_eos_score=-10.0)   # Tulu 3's -10
+    _, agent, collector, _ = make(suite, "sort", cfg, "ppo_clip")
+    batch, episodes = collector.collect(agent)
+    cut = batch.truncated == 1
+    assert batch.length_limit == 3 and cut.float().mean() > 0.8     # a few stop early with a wrong answer
+    assert torch.equal(batch.lengths[cut], torch.full((int(cut.sum()),), 3))
+    expected = torch.where(cut, torch.tensor(-10.0), torch.tensor(0.0))
+    assert torch.equal(batch.scores, expected)
+    # the penalty is the last token's reward, next to the KL term (zero here: pi = pi_ref)
+    last = batch.rewards[batch.lengths - 1, torch.arange(batch.num_columns)]
+    torch.testing.assert_close(last, expected)
+    assert [e.ret for e in episodes] == expected.tolist()
+
+
+def test_adaptive_kl_controller_follows_ziegler():
+    kl = AdaptiveKLController(0.1, target=6.0, horizon=10_000)
+    kl.update(9.0, n=100)                       # error = min(9/6 - 1, 0.2) = 0.2
+    assert kl.value == pytest.approx(0.1 * (1 + 0.2 * 100 / 10_000))
+    kl.update(5.4, n=100)                       # error = -0.1
+    assert kl.value == pytest.approx(0.1 * 1.002 * (1 - 0.1 * 0.01))
+
+
+# ---------------------------------------------------------------------------------------
+# reward model
+
+def test_bradley_terry_loss_is_the_formula():
+    g = torch.Generator().manual_seed(0)
+    chosen, rejected = torch.randn(50, generator=g), torch.randn(50, generator=g)
+    naive = np.mean([-math.log(1 / (1 + math.exp(-(c - r)))) for c, r in zip(chosen.tolist(), rejected.tolist())])
+    assert float(bradley_terry_loss(chosen, rejected)) == pytest.approx(naive, rel=1e-5)
+    assert float(bradley_terry_loss(torch.zeros(3), torch.zeros(3))) == pytest.approx(math.log(2))
+
+
+def test_reward_model_ranks_held_out_pairs_above_chance(keywords_env):
+    held_out = keywords_env.rm_payload["rm_held_out"]
+    # chance is 0.5 and log 2 = 0.693; the noisy labels cap accuracy well below 1
+    assert held_out["gold_accuracy"] > 0.62, held_out
+    assert held_out["label_accuracy"] > 0.6, held_out
+    assert held_out["bt_loss"] < math.log(2), held_out
+
+
+def test_preference_task_scores_with_the_reward_model_and_evaluates_on_gold(suite, keywords_env):
+    cfg = LLMToyConfig(**SMALL_RM)
+    _, agent, collector, _ = make(suite, "keywords", cfg, "ppo_clip")
+    batch, _ = collector.collect(agent)
+    # normalised reward model: SFT samples score about mean 0, std 1
+    assert abs(float(batch.scores.mean())) < 0.5 and 0.5 < float(batch.scores.std()) < 2.0
+    # the value model starts as the reward model (InstructGPT)
+    rm = keywords_env.reward_model(agent.device)
+    for (name, p), q in zip(agent.value_model.named_parameters(), rm.model.parameters()):
+        assert torch.equal(p, q), name
+    row = evaluate(agent, keywords_env, 32, seed=5)
+    assert -1.0 <= row["eval_return_mean"] <= KeywordsTask.max_gold
+    assert row["eval_kl_ref"] == pytest.approx(0.0, abs=1e-6)     # the policy is the reference
+    assert set(row) >= {"eval_greedy_return", "eval_proxy_reward", "eval_response_length", "eval_entropy"}
+
+
+# ---------------------------------------------------------------------------------------
+# exact log-probabilities and the first ratio
+
+def test_generation_logp_equals_the_training_pass(sort_env):
+    agent = sort_env.new_agent()
+    rollout = sort_env.rollout(agent, sort_env.task.prompts(np.random.default_rng(0), 64, "train"),
+                               torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        logp_train = agent.dist(rollout.obs).log_prob(rollout.actions)
+    # KV-cache incremental decoding against one pass over prompt + response: float32 rounding only
+    assert float((logp_train - rollout.logp_gen).abs().max()) < 1e-5
+    # padding is not an action: log-probability exactly 0 there
+    assert torch.equal(logp_train[rollout.mask == 0], torch.zeros(int((rollout.mask == 0).sum())))
+
+
+@pytest.mark.parametrize("name", ["ppo_clip", "grpo", "rloo"])
+@pytest.mark.parametrize("from_generation", [True, False])
+def test_first_minibatch_ratio_is_one(suite, sort_env, name, from_generation):
+    cfg = LLMToyConfig(logp_from_generation=from_generation)
+    _, agent, collector, algo = make(suite, "sort", cfg, name, num_epochs=2)
+    batch, _ = collector.collect(agent)
+    metrics = algo.update(batch)
+    assert metrics["first_ratio_error"] < 1e-5, metrics
+    assert all(math.isfinite(v) for v in metrics.values()), metrics
+
+
+def test_sampling_is_reproducible_and_collector_state_resumes(suite, sort_env):
+    cfg = LLMToyConfig()
+    _, agent, c1, _ = make(suite, "sort", cfg, "grpo")
+    _, _, c2, _ = make(suite, "sort", cfg, "grpo")
+    b1, _ = c1.collect(agent)
+    b2, _ = c2.collect(agent)
+    assert torch.equal(b1.actions, b2.actions)
+    state = c1.state_dict()
+    after1, _ = c1.collect(agent)
+    c2.load_state_dict(state)
+    after2, _ = c2.collect(agent)
+    assert torch.equal(after1.actions, after2.actions) and torch.equal(after1.groups, after2.groups)
+    assert c1.global_step == c2.global_step == 2 * b1.num_columns
+
+
+# ---------------------------------------------------------------------------------------
+# group rollouts
+
+def test_group_rollout_gives_g_distinct_completions_of_one_prompt(suite, keywords_env):
+    cfg = LLMToyConfig(**SMALL_RM)
+    _, agent, collector, _ = make(suite, "keywords", cfg, "grpo")
+    G, num_groups = 8, 16
+    batch, episodes = collector.collect(agent)
+    assert batch.num_columns == G * num_groups and len(episodes) == G * num_groups
+    assert not batch.splittable_steps and batch.length_limit == keywords_env.max_new_tokens
+    P = keywords_env.prompt_len
+    rows = batch.obs[0]                                         # [N, P + limit]
+    distinct_groups = 0
+    for g in torch.unique(batch.groups):
+        cols = torch.nonzero(batch.groups == g).squeeze(1)
+        assert cols.numel() == G
+        prompts = rows[cols, :P]
+        assert (prompts == prompts[0]).all()                    # one shared prompt (initial state)
+        completions = {tuple(rows[c, P:P + int(batch.lengths[c])].tolist()) for c in cols}
+        distinct_groups += len(completions) == G
+    # independent samples at temperature 1 (the SFT policy's entropy is ~2 nats per token)
+    assert distinct_groups >= num_groups - 2
+    # per-column fields line up with the token rows
+    assert torch.equal(batch.mask.sum(0).long(), batch.lengths)
+    assert torch.equal(batch.dones.sum(0), torch.ones(batch.num_columns))
+
+
+# ---------------------------------------------------------------------------------------
+# micro-batch gradient accumulation
+
+def _loss_normalizer(mask, mode):
+    """The whole batch's denominator of an aggregation mode: tokens, or sequences."""
+    return mask.sum() if mode == "token-mean" else (mask.sum(0) > 0).sum()
+
+
+@pytest.mark.parametrize("mode", AGGREGATION_MODES)
+def test_microbatch_accumulation_equals_the_full_batch_gradient(sort_env, mode):
+    agent = sort_env.new_agent()
+    params = agent.policy_parameters()
+    rollout = sort_env.rollout(agent, sort_env.task.prompts(np.random.default_rng(1), 24, "train"),
+                               torch.Generator().manual_seed(1))
+    g = torch.Generator().manual_seed(2)
+    N = rollout.mask.shape[1]
+    adv = torch.randn(N, generator=g).unsqueeze(0) * rollout.mask
+    logp_old = rollout.logp_old + 0.3 * torch.randn(rollout.logp_old.shape, generator=g) * rollout.mask
+
+    def loss(cols, normalizer):
+        logp = agent.dist(rollout.obs[:, cols]).log_prob(rollout.actions[:, cols])
+        per_token = clipped_surrogate(logp, logp_old[:, cols], adv[:, cols], 0.2)
+        return aggregate(per_token, rollout.mask[:, cols], mode, normalizer)
+
+    def grads(chunks, normalizer_of):
+        agent.zero_grad(set_to_none=True)
+        for cols in chunks:
+            loss(cols, normalizer_of(cols)).backward()
+        return torch.cat([p.grad.reshape(-1) for p in params])
+
+    everything = torch.arange(N)
+    full = grads([everything], lambda cols: None)
+    micro = torch.tensor_split(everything, 4)
+    whole = _loss_normalizer(rollout.mask, mode)
+    accumulated = grads(micro, lambda cols: whole)
+    torch.testing.assert_close(accumulated, full, rtol=1e-4, atol=1e-7)
+    # the bug class: each micro-batch normalised by its own count, then averaged
+    naive = grads(micro, lambda cols: _loss_normalizer(rollout.mask[:, cols], mode) * len(micro))
+    if mode == "token-mean":   # micro-batches hold different token counts: a different gradient
+        assert not torch.allclose(naive, full, rtol=1e-3, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# configuration
+
+def test_task_and_model_are_aliases(tmp_path):
+    top, algo, suite_args = split_args(["suite=llm_toy", "task=sort", "model=tiny", "algo=grpo"])
+    assert top["env"] == "sort" and suite_args == {"model": "tiny"}
+    runs = plan_runs(parse_sweep({**top, "results_dir": str(tmp_path), "scale": "smoke"}), algo, suite_args)
+    assert [r.env for r in runs] == ["sort"] and runs[0].suite_cfg["model"] == "tiny"
+    with pytest.raises(ConfigError, match="given twice"):
+        split_args(["task=sort", "env=keywords"])
+    with pytest.raises(ConfigError, match="given twice"):
+        split_args(["model=tiny", "suite.model=small"])
+    with pytest.raises(ConfigError, match="unknown task"):
+        plan_runs(parse_sweep({"suite": "llm_toy", "env": "chess", "results_dir": str(tmp_path)}), {}, {})
+    with pytest.raises(ConfigError, match="model="):
+        plan_runs(parse_sweep({"suite": "llm_toy", "results_dir": str(tmp_path)}), {}, {"model": "/no/such/dir"})
+    assert parse_sweep({"device": "auto"}).device in ("cpu", "cuda")
+
+
+def test_tokenizer_and_tasks():
+    tok = CharTokenizer()
+    assert tok.decode(tok.encode("0123=") + [tok.eos_id, tok.pad_id]) == "0123="
+    task = SortTask()
+    assert task.gold("3141=", "1134", True) == 1.0
+    assert task.gold("3141=", "1134", False) == 0.0 and task.gold("3141=", "1143", True) == 0.0
+    train = task.prompts(np.random.default_rng(0), 200, "train")
+    held_out = task.eval_prompts(50)
+    assert not set(train) & set(held_out) and held_out == task.eval_prompts(50)
+    kw = KeywordsTask()
+    assert kw.gold("123:", "123", True) == pytest.approx(1.5) == kw.max_gold
+    assert kw.gold("123:", "1231231", True) == pytest.approx(1.5 - 0.2 * 3)    # verbose
+    assert kw.gold("123:", "123", False) == -1.0
+
+
+def test_local_checkpoint_is_accepted(tmp_path, sort_env):
+    folder = tmp_path / "ckpt"
+    sort_env.new_agent().policy.save_pretrained(folder)
+    sort_env.tokenizer.save(folder)
+    suite = LLMToySuite()
+    cfg = LLMToyConfig(model=str(folder), sft_steps=2)
+    env = suite.make_env("sort", cfg)
+    agent = suite.make_agent(env, cfg)
+    ids = torch.tensor([[sort_env.tokenizer.bos_id] + sort_env.tokenizer.encode("321=")])
+    responses, lengths, _ = generate(agent.policy, ids, 8, env.tokenizer.pad_id, env.tokenizer.eos_id, greedy=True)
+    assert int(lengths[0]) >= 1
+
+
+# ---------------------------------------------------------------------------------------
+# end to end
+
+@pytest.mark.slow
+def test_smoke_run_of_every_algorithm(tmp_path, capsys, sort_env):
+    from harness import cli
+    code = cli.main(["suite=llm_toy", "scale=smoke", "jobs=2", f"results_dir={tmp_path}"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    for name in ALL:
+        run_dir = tmp_path / "llm_toy" / "sort" / name / "seed0"
+        record = json.loads((run_dir / "run.json").read_text())
+        assert record["status"] == "done", (name, record.get("error"))
+        with open(run_dir / "evals.csv") as f:
+            evals = list(csv.DictReader(f))
+        with open(run_dir / "metrics.csv") as f:
+            metrics = list(csv.DictReader(f))
+        assert evals and metrics, name
+        assert {"eval_greedy_return", "eval_kl_ref", "eval_proxy_reward"} <= set(evals[0])
+        assert 0.0 <= float(evals[-1]["eval_return_mean"]) <= 1.0
+        if "first_ratio_error" in metrics[0]:
+            assert float(metrics[0]["first_ratio_error"]) < 1e-5, name
+        assert int(metrics[-1]["global_step"]) >= 128
