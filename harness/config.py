@@ -231,6 +231,7 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
     env_ids = list(sweep.env) or list(scale.envs)
     for env_id in dict.fromkeys(env_ids):
         suite.validate_env(env_id)
+    env_ids = list(dict.fromkeys(suite.canonical_env(e) for e in env_ids))  # Pong-v5, Pong -> one folder
 
     suite_cfg = apply_overrides(suite.Config, {}, {**preset_suite, **suite_overrides}, f"suite {suite.name}", "suite.")
     variant_parts = []

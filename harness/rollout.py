@@ -199,7 +199,7 @@ class GroupCollector:
             env_actions = agent.env_action(actions)
             still = []
             for k, i in enumerate(active):
-                o, r, terminated, truncated, _ = self.envs[i].step(env_actions[k])
+                o, r, terminated, truncated, info = self.envs[i].step(env_actions[k])
                 col = columns[i]
                 col["obs"].append(obs[i].copy())
                 col["actions"].append(actions[k])
@@ -207,7 +207,10 @@ class GroupCollector:
                 self.global_step += 1
                 if terminated or truncated:
                     col["truncated"] = bool(truncated and not terminated)
-                    episodes.append(Episode(self.global_step, float(sum(col["rewards"])), len(col["rewards"])))
+                    # the recorded score is the raw one where the environment reports it
+                    # (info["episode"], e.g. Atari's unclipped game score); else the rewards' sum
+                    ret = float(info["episode"]["r"]) if "episode" in info else float(sum(col["rewards"]))
+                    episodes.append(Episode(self.global_step, ret, len(col["rewards"])))
                 else:
                     obs[i] = o
                     still.append(i)

@@ -13,5 +13,5 @@ echo "pg-arena: setting up .venv (first use; a few minutes)" >&2
 .venv/bin/python -m pip install -q --upgrade pip
 # The CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
 .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[test,llm]"
+.venv/bin/python -m pip install -q -e ".[test,atari,llm]"
 echo "$want" > "$stamp"

@@ -5,9 +5,10 @@ from harness.config import ConfigError
 
 
 def _registry():
-    from suites.llm_toy import LLMToySuite
+    from suites.atari import AtariSuite
     from suites.mujoco import MujocoSuite
-    return {"mujoco": MujocoSuite, "llm_toy": LLMToySuite}
+    from suites.llm_toy import LLMToySuite
+    return {"mujoco": MujocoSuite, "atari": AtariSuite, "llm_toy": LLMToySuite}
 
 
 def names() -> list[str]:

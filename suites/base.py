@@ -32,6 +32,10 @@ class Suite(ABC):
     def validate_env(self, env_id: str) -> None:
         """Raise ``ConfigError`` naming the valid choices if ``env_id`` cannot run here."""
 
+    def canonical_env(self, env_id: str) -> str:
+        """The name results are stored under, for a valid ``env_id`` (e.g. Atari: ``Pong-v5`` -> ``Pong``)."""
+        return env_id
+
     @abstractmethod
     def make_env(self, env_id: str, cfg: Any, train: bool = True):
         """One gymnasium-API environment (``reset(seed=)``, ``step(action)``); ``train=False``
