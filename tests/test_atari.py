@@ -1,0 +1,429 @@
+"""The Atari-49 suite: the game list, the preprocessing under both backends (against raw ALE
+frames), training versus scored episodes, group starts, the network, and a smoke run of every
+algorithm."""
+import csv
+import json
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+import algos
+import suites
+from harness import cli
+from harness.config import ConfigError
+from suites.atari import (ATARI5_IN_49, GAMES, PAPER_GAMES, AtariAgent, AtariConfig, EnvpoolVecEnv, game_of,
+                          make_gymnasium_env)
+
+SUITE = suites.get("atari")
+# A fixed start (exactly one no-op frame, no FIRE) makes both backends deterministic and comparable.
+FIXED_START = dict(noop_max=1, fire_reset=False)
+
+
+def gym_env(name, train, **options):
+    cfg = AtariConfig(**options)
+    return make_gymnasium_env(GAMES[name], cfg, episodic_life=cfg.episodic_life and train,
+                              reward_clip=cfg.reward_clip and train, max_steps=cfg.max_episode_steps)
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# -- the game list ------------------------------------------------------------------------
+
+def test_the_49_games_of_the_paper():
+    assert len(PAPER_GAMES) == 49 == len(set(PAPER_GAMES))
+    assert "Pitfall" in GAMES and "Hero" not in GAMES          # the paper's set, not Mnih et al.'s
+    assert SUITE.default_envs == PAPER_GAMES and SUITE.scales["paper"].envs == PAPER_GAMES
+    assert SUITE.scales["paper"].steps == 10_000_000 and SUITE.scales["paper"].seeds == 3
+    assert set(ATARI5_IN_49) <= set(PAPER_GAMES) and "Phoenix" not in GAMES
+    for game in GAMES.values():
+        assert game.human > game.random
+        assert game.envpool_id == f"{game.name}-v5" and game.gymnasium_id == f"ALE/{game.name}-v5"
+    assert GAMES["Pong"].human_normalized(GAMES["Pong"].human) == pytest.approx(1.0)
+
+
+def test_games_by_name_or_envpool_id_and_unknown_ones_list_the_valid_names():
+    assert game_of("Breakout").name == "Breakout"
+    assert game_of("Breakout-v5").name == game_of("ALE/Breakout-v5").name == "Breakout"
+    with pytest.raises(ConfigError) as err:
+        SUITE.validate_env("Phoenix")
+    assert "Phoenix" in str(err.value) and "Breakout" in str(err.value) and "Zaxxon" in str(err.value)
+
+
+def test_every_game_makes_an_environment():
+    """Each of the 49 makes an envpool environment whose actions are ale-py's minimal action set
+    (the agent is sized by the gymnasium environment, trained on envpool)."""
+    import ale_py
+    import envpool
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    for name, game in GAMES.items():
+        pool = envpool.make(game.envpool_id, env_type="gymnasium", num_envs=1, num_threads=1, seed=0)
+        obs, _ = pool.reset()
+        assert obs.shape == (1, 4, 84, 84) and obs.dtype == np.uint8, name
+        ale = ale_py.ALEInterface()
+        ale.loadROM(ale_py.roms.get_rom_path(game.ale_rom_id))
+        assert pool.action_space.n == len(ale.getMinimalActionSet()) >= 3, name
+        obs, *_ = pool.step(np.zeros(1, dtype=np.int32))
+        assert obs.shape == (1, 4, 84, 84), name
+        pool.close()
+
+
+# -- preprocessing ------------------------------------------------------------------------
+
+def test_observations_are_four_stacked_84x84_uint8_frames_under_both_backends():
+    for train in (True, False):
+        env = SUITE.make_env("Breakout", AtariConfig(), train=train)
+        obs, _ = env.reset(seed=0)
+        assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
+        assert env.step(0)[0].shape == (4, 84, 84)
+    for backend in ("envpool", "gymnasium"):
+        vec = SUITE.make_vec_env("Breakout", AtariConfig(backend=backend), 2)
+        obs = vec.reset(seed=0)
+        assert obs.shape == (2, 4, 84, 84) and obs.dtype == np.uint8, backend
+        step = vec.step(np.zeros(2, dtype=np.int64))
+        assert step.obs.shape == (2, 4, 84, 84) and step.obs.dtype == np.uint8, backend
+        vec.close()
+
+
+def test_frame_skip_max_pool_and_stack_against_raw_ale_frames():
+    """One agent step is 4 ALE frames; the newest stacked frame is the max of the last two,
+    resized to 84x84 (INTER_AREA); the stack shifts by one each step."""
+    import ale_py
+    import gymnasium as gym
+    gym.register_envs(ale_py)
+    env = gym_env("Pong", train=False, **FIXED_START)
+    raw = gym.make("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0, full_action_space=False)
+    obs, _ = env.reset(seed=3)
+    raw.reset(seed=3)
+    raw.step(0)                                           # the one no-op of noop_max=1
+    ale = raw.unwrapped.ale
+    assert np.array_equal(obs[-1], cv2.resize(ale.getScreenGrayscale(), (84, 84), interpolation=cv2.INTER_AREA))
+    rng = np.random.default_rng(0)
+    previous = obs
+    for _ in range(40):
+        action = int(rng.integers(env.action_space.n))
+        frame_before = env.unwrapped.ale.getEpisodeFrameNumber()
+        obs, *_ = env.step(action)
+        assert env.unwrapped.ale.getEpisodeFrameNumber() - frame_before == 4
+        screens = []
+        for _ in range(4):
+            raw.step(action)
+            screens.append(ale.getScreenGrayscale())
+        pooled = np.maximum(screens[-2], screens[-1])
+        expected = cv2.resize(pooled, (84, 84), interpolation=cv2.INTER_AREA)
+        assert np.array_equal(obs[-1], expected)
+        assert np.array_equal(obs[:-1], previous[1:])
+        previous = obs
+    # the max-pool matters: Pong's frames differ between consecutive frames
+    assert not np.array_equal(screens[-2], screens[-1])
+
+
+def test_both_backends_give_the_same_frames_from_a_fixed_start_and_similar_statistics():
+    """With one no-op and no FIRE, envpool and gymnasium/ale-py produce identical frames; with
+    the standard random no-op starts they draw their starts differently, so only the statistics
+    of the frames agree."""
+    for name in ("Pong", "Breakout"):
+        cfg = AtariConfig(episodic_life=False, reward_clip=False, **FIXED_START)
+        pool = EnvpoolVecEnv(GAMES[name], cfg, 1, train=False)
+        env = gym_env(name, train=False, episodic_life=False, reward_clip=False, **FIXED_START)
+        assert np.array_equal(pool.reset(seed=0)[0], env.reset(seed=0)[0]), name
+        rng = np.random.default_rng(1)
+        for t in range(100):
+            action = int(rng.integers(env.action_space.n))
+            step = pool.step(np.array([action]))
+            obs, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:      # envpool's VecStep already holds the next game's start
+                break
+            assert np.array_equal(step.obs[0], obs), (name, t)
+        pool.close()
+    # standard preprocessing: the same shape, dtype and pixel statistics
+    means = {}
+    for backend in ("envpool", "gymnasium"):
+        vec = SUITE.make_vec_env("Pong", AtariConfig(backend=backend), 4)
+        obs = vec.reset(seed=0)
+        rng = np.random.default_rng(0)
+        frames = []
+        for _ in range(60):
+            obs = vec.step(rng.integers(6, size=4)).obs
+            frames.append(obs)
+        frames = np.stack(frames)
+        assert frames.dtype == np.uint8 and frames.shape[2:] == (4, 84, 84)
+        means[backend] = (frames.mean(), frames.std())
+        vec.close()
+    assert means["envpool"][0] == pytest.approx(means["gymnasium"][0], rel=0.05), means
+    assert means["envpool"][1] == pytest.approx(means["gymnasium"][1], rel=0.05), means
+
+
+# -- training episodes versus scored games -------------------------------------------------
+
+def test_envpool_a_lost_life_ends_a_training_episode_but_the_game_is_scored_whole():
+    vec = EnvpoolVecEnv(GAMES["Breakout"], AtariConfig(), 1)
+    vec.reset(seed=0)
+    rng = np.random.default_rng(0)
+    ends, steps, raw_from_rewards = 0, 0, 0.0
+    while True:
+        step = vec.step(rng.integers(4, size=1))
+        steps += 1
+        raw_from_rewards += step.rewards[0]   # clipped, but Breakout's low rows are worth 1
+        ends += int(step.terminated[0])
+        assert not step.truncated[0]
+        if step.episodes:
+            break
+    (index, score, length), = step.episodes
+    assert ends == 5                # Breakout's five lives: five training episodes, one game
+    assert length == steps
+    assert score >= 0 and index == 0
+    vec.close()
+
+
+def test_gymnasium_a_lost_life_ends_a_training_episode_not_an_evaluation_game():
+    train = gym_env("Breakout", train=True)
+    train.reset(seed=0)
+    rng = np.random.default_rng(0)
+    episodes, lives_at_end = [], []
+    while len(episodes) < 5:
+        obs, r, terminated, truncated, info = train.step(int(rng.integers(4)))
+        if terminated or truncated:
+            lives_at_end.append(train.unwrapped.ale.lives())
+            episodes.append(info.get("episode"))
+            train.reset()            # continues the game after a lost life
+    assert lives_at_end == [4, 3, 2, 1, 0]
+    assert episodes[:4] == [None] * 4 and episodes[4] is not None   # one scored game, at game over
+    evaluation = gym_env("Breakout", train=False)
+    evaluation.reset(seed=0)
+    lost = 0
+    lives = evaluation.unwrapped.ale.lives()
+    while True:
+        obs, r, terminated, truncated, info = evaluation.step(int(rng.integers(4)))
+        lost += evaluation.unwrapped.ale.lives() < lives
+        lives = evaluation.unwrapped.ale.lives()
+        if terminated or truncated:
+            break
+    assert lost == 5 and lives == 0 and "episode" in info
+
+
+def test_rewards_are_clipped_for_training_only_and_the_recorded_score_is_raw():
+    # MsPacman: a dot is worth 10 points, so a random policy scores within a few steps
+    rng = np.random.default_rng(0)
+    train, evaluation = gym_env("MsPacman", train=True), gym_env("MsPacman", train=False)
+    for env in (train, evaluation):
+        env.reset(seed=0)
+    train_rewards, eval_rewards = [], []
+    for _ in range(3000):
+        action = int(rng.integers(9))
+        _, r, terminated, truncated, info = train.step(action)
+        train_rewards.append(r)
+        if "episode" in info:
+            game_score = info["episode"]["r"]
+            break
+        if terminated or truncated:
+            train.reset()
+    for _ in range(200):
+        eval_rewards.append(evaluation.step(int(rng.integers(9)))[1])
+    assert set(train_rewards) <= {-1.0, 0.0, 1.0} and 1.0 in train_rewards
+    assert game_score >= 10 * sum(train_rewards) > 0       # raw points, not the clipped count
+    assert max(eval_rewards) >= 10
+    # envpool: clipped training rewards, raw scores in VecStep.episodes
+    vec = EnvpoolVecEnv(GAMES["MsPacman"], AtariConfig(), 2)
+    vec.reset(seed=0)
+    clipped, scores = [], []
+    while not scores:
+        step = vec.step(rng.integers(9, size=2))
+        clipped.append(step.rewards.copy())
+        scores += [s for _, s, _ in step.episodes]
+    assert set(np.unique(np.concatenate(clipped))) <= {-1.0, 0.0, 1.0}
+    assert max(scores) >= 10 and max(scores) % 10 == 0
+    vec.close()
+
+
+def test_envpool_resets_a_finished_game_in_the_same_step():
+    """A game's end returns the next game's first observation right away (with a fixed start:
+    the same as the first reset's), and the time limit truncates with the last observation kept."""
+    cfg = AtariConfig(episodic_life=False, **FIXED_START)
+    vec = EnvpoolVecEnv(GAMES["Qbert"], cfg, 2, train=True)
+    first = vec.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for t in range(3000):
+        step = vec.step(rng.integers(6, size=2))
+        if step.terminated.any():
+            i = int(np.flatnonzero(step.terminated)[0])
+            assert np.array_equal(step.obs[i], first[i])
+            assert [e[0] for e in step.episodes] == list(np.flatnonzero(step.terminated))
+            break
+    else:
+        pytest.fail("no game ended")
+    vec.close()
+    short = EnvpoolVecEnv(GAMES["Pong"], AtariConfig(max_episode_steps=20), 1)
+    short.reset(seed=0)
+    for t in range(20):
+        step = short.step(np.zeros(1, dtype=np.int64))
+    assert step.truncated[0] and not step.terminated[0] and 0 in step.final_obs
+    assert step.episodes == [(0, 0.0, 20)]
+    assert not np.array_equal(step.final_obs[0], step.obs[0])
+    short.close()
+
+
+# -- group rollouts ---------------------------------------------------------------------------
+
+def test_group_rollout_starts_every_member_of_a_group_identically():
+    cfg = AtariConfig()
+    grpo = algos.get("grpo")
+    algo_cfg = grpo.Config(**{**SUITE.algo_defaults["grpo"], "group_size": 2})
+    collector, _ = SUITE.make_collector("Qbert", cfg, grpo, algo_cfg, seed=0)
+    starts = {}
+    for seed in range(5):
+        obs = collector.reset_group(seed)
+        assert obs.shape == (2, 4, 84, 84)
+        assert all(np.array_equal(obs[0], o) for o in obs[1:])
+        first = [int(e.unwrapped.ale.getEpisodeFrameNumber()) for e in collector.envs]
+        assert len(set(first)) == 1          # the same number of no-op frames
+        starts[seed] = first[0]
+    assert len(set(starts.values())) > 1     # different groups start after different no-op counts
+    # a collected group: whole games with raw scores, columns that start identically
+    env = SUITE.make_env("Qbert", cfg, train=False)
+    agent = SUITE.make_agent(env, cfg)
+    batch, episodes = collector.collect(agent)
+    assert batch.obs.shape[1] == 2 and len(episodes) == 2
+    assert torch.equal(batch.obs[0, 0], batch.obs[0, 1])
+    assert sorted(e.length for e in episodes) == sorted(batch.lengths.tolist())
+    assert all(e.ret % 25 == 0 for e in episodes)          # Qbert's raw points (25 per cube)
+    assert set(batch.rewards.unique().tolist()) <= {-1.0, 0.0, 1.0}
+
+
+# -- the network ---------------------------------------------------------------------------------
+
+def test_agent_shapes_heads_and_parameter_roles():
+    torch.manual_seed(0)
+    agent = AtariAgent(6, AtariConfig())
+    conv1 = agent.trunk[0]
+    assert (conv1.in_channels, conv1.out_channels, conv1.kernel_size, conv1.stride) == (4, 32, (8, 8), (4, 4))
+    assert [m.out_features for m in agent.modules() if isinstance(m, torch.nn.Linear)] == [512, 6, 1]
+    obs = torch.randint(0, 256, (5, 3, 4, 84, 84), dtype=torch.uint8)
+    dist = agent.dist(obs)
+    assert dist.logits.shape == (5, 3, 6) and dist.log_prob(torch.zeros(5, 3, dtype=torch.long)).shape == (5, 3)
+    assert agent.value(obs).shape == (5, 3)
+    # observations are scaled by 1/255 inside the network
+    x = obs.reshape(-1, 4, 84, 84).float() / 255
+    expected = torch.softmax(agent.policy_head(agent.trunk(x)), -1).reshape(5, 3, 6)
+    assert torch.allclose(expected, dist.probs, atol=1e-6)
+    # roles: shared trunk until an algorithm fits the value on its own (value_network=auto)
+    trunk = {id(p) for p in agent.trunk.parameters()}
+    assert trunk <= {id(p) for p in agent.policy_parameters()}
+    assert not {id(p) for p in agent.value_head.parameters()} & {id(p) for p in agent.policy_parameters()}
+    value_params = {id(p) for p in agent.value_parameters()}
+    assert agent.value_trunk is not None and not value_params & trunk
+    shared = AtariAgent(6, AtariConfig(value_network="shared"))
+    assert {id(p) for p in shared.trunk.parameters()} <= {id(p) for p in shared.value_parameters()}
+    assert shared.value_trunk is None
+
+
+def test_value_reuses_the_trunk_only_for_the_same_minibatch_and_parameters():
+    torch.manual_seed(0)
+    agent = AtariAgent(4, AtariConfig())
+    obs = torch.randint(0, 256, (8, 1, 4, 84, 84), dtype=torch.uint8)
+    fresh = agent.value(obs).detach()
+    agent.dist(obs)
+    assert torch.equal(agent.value(obs).detach(), fresh)            # reused: one trunk pass
+    optimizer = torch.optim.Adam(agent.parameters(), lr=1e-2, fused=True)
+    loss = -agent.dist(obs).entropy().mean() + agent.value(obs).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    agent.dist(obs)
+    optimizer.step()                  # the parameters change between dist() and value()
+    after = agent.value(obs).detach()
+    assert not torch.equal(after, fresh)
+    assert torch.allclose(after, agent.value(obs.clone()).detach(), atol=1e-6)
+
+
+def test_chunked_and_checkpointed_forward_equal_the_plain_one(monkeypatch):
+    torch.manual_seed(0)
+    agent = AtariAgent(4, AtariConfig(value_network="shared"))
+    obs = torch.randint(0, 256, (10, 1, 4, 84, 84), dtype=torch.uint8)
+    actions = torch.randint(0, 4, (10, 1))
+    plain_logp = agent.dist(obs).log_prob(actions)
+    plain_logp.sum().backward()
+    plain_grads = [p.grad.clone() for p in agent.policy_parameters()]
+    agent.zero_grad()
+    monkeypatch.setattr(AtariAgent, "CHUNK", 3)
+    with torch.no_grad():
+        assert torch.allclose(agent.dist(obs).log_prob(actions), plain_logp, atol=1e-5)
+    agent.dist(obs).log_prob(actions).sum().backward()       # checkpointed chunks
+    for g, p in zip(plain_grads, agent.policy_parameters()):
+        assert torch.allclose(g, p.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_bf16_trunk_stays_close_to_fp32_and_consistent_between_batch_sizes():
+    torch.manual_seed(0)
+    fp32 = AtariAgent(4, AtariConfig())
+    bf16 = AtariAgent(4, AtariConfig(precision="bf16"))
+    bf16.load_state_dict(fp32.state_dict())
+    obs = torch.randint(0, 256, (64, 1, 4, 84, 84), dtype=torch.uint8)
+    actions = torch.randint(0, 4, (64, 1))
+    with torch.no_grad():
+        assert torch.allclose(bf16.dist(obs).probs, fp32.dist(obs).probs, atol=1e-2)
+        whole = bf16.dist(obs).log_prob(actions)
+        parts = torch.cat([bf16.dist(obs[i:i + 16]).log_prob(actions[i:i + 16]) for i in range(0, 64, 16)])
+    # PPO's first ratio compares a rollout-wide pass with minibatch passes
+    assert (whole - parts).abs().max() < 1e-3
+    assert bf16.dist(obs).logits.dtype == torch.float32
+
+
+def test_act_samples_the_policy_and_greedy_is_its_argmax():
+    torch.manual_seed(0)
+    agent = AtariAgent(4, AtariConfig())
+    with torch.no_grad():
+        agent.policy_head.weight.mul_(300)   # a peaked policy
+    obs = np.random.default_rng(0).integers(0, 256, (2, 4, 84, 84), dtype=np.uint8)
+    with torch.no_grad():
+        logits = agent.dist(torch.from_numpy(obs)).logits
+    assert np.array_equal(agent.act(obs, np.random.default_rng(0), deterministic=True), logits.argmax(-1).numpy())
+    probs = torch.softmax(logits, -1)[0].numpy()
+    draws = agent.act(np.repeat(obs[:1], 1000, axis=0), np.random.default_rng(0))
+    assert np.allclose(np.bincount(draws, minlength=4) / 1000, probs, atol=0.06)
+    frozen = agent.frozen_copy()
+    assert not any(p.requires_grad for p in frozen.parameters())
+
+
+# -- configuration and runs ----------------------------------------------------------------
+
+def test_defaults_follow_the_papers_table5():
+    ppo = algos.get("ppo_clip").Config(**SUITE.algo_defaults["ppo_clip"])
+    assert (ppo.num_envs, ppo.num_steps, ppo.lr, ppo.num_epochs, ppo.minibatch_size) == (8, 128, 2.5e-4, 3, 256)
+    assert (ppo.gamma, ppo.lam, ppo.clip_eps, ppo.vf_coef, ppo.ent_coef) == (0.99, 0.95, 0.1, 1.0, 0.01)
+    assert ppo.lr_anneal and ppo.clip_anneal and ppo.adv_norm == "minibatch" and ppo.max_grad_norm == 0.5
+    for name in algos.names():                 # every algorithm's defaults make a valid config
+        algos.get(name).Config(**SUITE.algo_defaults.get(name, {}))
+
+
+def test_bad_atari_input_is_a_clear_error(tmp_path, capsys):
+    assert cli.main(["suite=atari", "env=Pacman", f"results_dir={tmp_path}"]) == 2
+    assert "Pacman" in capsys.readouterr().err
+    assert cli.main(["suite=atari", "env=Pong", "suite.backend=sdl", f"results_dir={tmp_path}"]) == 2
+    assert "envpool" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_smoke_run_of_every_algorithm(tmp_path, capsys):
+    """Every algorithm on Breakout for one batch each (scale=smoke plays two games for 1024 steps;
+    one game and steps=512 keep this test short), named by its envpool id to check that results
+    go under the game's name."""
+    code = cli.main(["suite=atari", "scale=smoke", "env=Breakout-v5", "steps=512", "jobs=2",
+                     f"results_dir={tmp_path}"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    for name in algos.names():
+        run_dir = tmp_path / "atari" / "Breakout" / name / "seed0"
+        record = json.loads((run_dir / "run.json").read_text())
+        assert record["status"] == "done", (name, record.get("error"))
+        episodes = read_rows(run_dir / "episodes.csv")
+        evals = read_rows(run_dir / "evals.csv")
+        assert episodes and len(evals) == 2, name
+        # whole games: Breakout's five lives take well over 100 agent steps, scores are raw points
+        assert all(int(r["episode_length"]) >= 100 for r in episodes), name
+        assert all(float(r["episode_return"]) >= 0 for r in episodes), name
+        assert "eval_human_normalized" in evals[0]
