@@ -1,0 +1,241 @@
+"""Atari training throughput: pg-arena ppo_clip on envpool, side by side with Stable-Baselines3
+PPO at the same settings and with raw envpool stepping (the limit), in one run.
+
+    .venv/bin/pip install -e ".[bench,atari]"        # stable-baselines3; envpool, ale-py, opencv
+    .venv/bin/python bench/atari_throughput.py [--steps 100000] [--env Breakout]
+
+Each case runs in a fresh process with one torch thread (OMP_NUM_THREADS=1), one after the
+other; run it alone on the machine (two busy processes on two cores distort every number).
+
+  (a) raw envpool: 8 Breakout games with the training preprocessing, random actions, the same
+      thread pool as pg-arena's (suite.num_threads=0: min(8, cores)); and the same through
+      pg-arena's EnvpoolVecEnv (same-step resets, raw-score bookkeeping);
+  (b) pg-arena ppo_clip at the paper's Table 5 settings (the suite's defaults: 8 x 128 steps,
+      3 epochs of minibatch 256, Adam 2.5e-4 and clip 0.1 annealed, c1 = 1, c2 = 0.01, advantages
+      normalised per minibatch, gradient norm 0.5), Nature CNN with a shared trunk; steps/s is
+      environment steps / wall seconds of the whole run (set-up and two 1-game evaluations included);
+      once in fp32 (the default) and once with the trunk in bf16 autocast (suite.precision=bf16:
+      fast where the CPU has AMX / AVX512-BF16, e.g. Sapphire Rapids; emulated and slow elsewhere);
+  (c) Stable-Baselines3 PPO, CnnPolicy (Nature CNN, shared features, orthogonal init, Adam eps 1e-5),
+      same hyper-parameters (vf_coef 1 on SB3's plain MSE, linear schedules for lr and clip range),
+      on SB3's own Atari stack: make_atari_env (AtariWrapper: 30 no-ops, skip 4 + max-pool, episodic
+      life, FIRE reset, 84x84, clipped rewards; DummyVecEnv) + VecFrameStack(4), ALE v5 without
+      sticky actions;
+  (d) the same SB3 PPO on envpool (pg-arena's EnvpoolVecEnv behind SB3's VecEnv API), so that
+      the learner alone is compared.
+
+Prints a Markdown table: steps/s, ratio to each SB3 case, share of raw envpool steps/s, and the
+mean raw score of the last 100 games (informative only at this budget).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The paper's Table 5 = the atari suite's ppo_clip defaults; SB3 configured to the same.
+NUM_ENVS, NUM_STEPS, MINIBATCH, EPOCHS = 8, 128, 256, 3
+LR, CLIP, ENT, VF, GAMMA, LAM, MAX_GRAD_NORM = 2.5e-4, 0.1, 0.01, 1.0, 0.99, 0.95, 0.5
+
+
+def raw_envpool(game: str, steps: int) -> dict:
+    import envpool
+    import numpy as np
+    from suites.atari import GAMES, AtariConfig, envpool_options
+    cfg = AtariConfig()
+    threads = min(NUM_ENVS, os.cpu_count() or 1)
+    pool = envpool.make(GAMES[game].envpool_id, env_type="gymnasium", num_envs=NUM_ENVS, batch_size=NUM_ENVS,
+                        num_threads=threads, seed=0, **envpool_options(cfg, train=True))
+    pool.reset()
+    rng = np.random.default_rng(0)
+    n = pool.action_space.n
+    actions = rng.integers(n, size=(steps // NUM_ENVS, NUM_ENVS)).astype(np.int32)
+    start = time.perf_counter()
+    for a in actions:
+        pool.step(a)       # envpool resets finished games by itself on the next step
+    return {"sps": len(actions) * NUM_ENVS / (time.perf_counter() - start)}
+
+
+def pg_arena_vec_env(game: str, steps: int) -> dict:
+    import numpy as np
+    from suites.atari import GAMES, AtariConfig, EnvpoolVecEnv
+    vec = EnvpoolVecEnv(GAMES[game], AtariConfig(), NUM_ENVS)
+    vec.reset(seed=0)
+    rng = np.random.default_rng(0)
+    actions = rng.integers(vec.action_space.n, size=(steps // NUM_ENVS, NUM_ENVS))
+    start = time.perf_counter()
+    for a in actions:
+        vec.step(a)
+    return {"sps": len(actions) * NUM_ENVS / (time.perf_counter() - start)}
+
+
+def pg_arena(game: str, steps: int, extra: tuple[str, ...] = ()) -> dict:
+    import tempfile
+
+    import ale_py  # noqa: F401  (imported before the clock starts, as SB3's case imports its stack)
+    import envpool  # noqa: F401
+    import torch
+    torch.set_num_threads(1)
+    from harness.config import parse_sweep, plan_runs, split_args
+    from harness.summary import final_return
+    from harness.train import train
+    with tempfile.TemporaryDirectory() as tmp:
+        top, algo, suite = split_args(["suite=atari", "algo=ppo_clip", f"env={game}", f"steps={steps}", "seeds=1",
+                                       f"results_dir={tmp}", f"eval_every={steps * 10}", "eval_episodes=1",
+                                       *extra])
+        (run,) = plan_runs(parse_sweep(top), algo, suite)
+        assert (run.algo_cfg["num_envs"], run.algo_cfg["num_steps"], run.algo_cfg["minibatch_size"],
+                run.algo_cfg["num_epochs"]) == (NUM_ENVS, NUM_STEPS, MINIBATCH, EPOCHS)
+        start = time.perf_counter()
+        record = train(run)
+        wall = time.perf_counter() - start
+        assert record["status"] == "done", record.get("error")
+        return {"sps": steps / wall, "final_return": final_return(run.run_dir)}
+
+
+def sb3_envpool_env(game: str, seed: int):
+    """pg-arena's EnvpoolVecEnv behind Stable-Baselines3's VecEnv API: same-step resets,
+    ``terminal_observation`` for time-limit truncations, raw game scores as ``info["episode"]``."""
+    import gymnasium as gym
+    import numpy as np
+    from stable_baselines3.common.vec_env import VecEnv
+
+    from suites.atari import GAMES, AtariConfig, EnvpoolVecEnv
+
+    class EnvpoolAdapter(VecEnv):
+        def __init__(self):
+            self.vec = EnvpoolVecEnv(GAMES[game], AtariConfig(), NUM_ENVS)
+            obs = self.vec.reset(seed=seed)
+            super().__init__(NUM_ENVS, gym.spaces.Box(0, 255, obs.shape[1:], np.uint8), self.vec.action_space)
+            self._actions = None
+
+        def reset(self):
+            return self.vec.reset(seed=seed)
+
+        def step_async(self, actions):
+            self._actions = actions
+
+        def step_wait(self):
+            step = self.vec.step(self._actions)
+            infos = [{} for _ in range(NUM_ENVS)]
+            for i, o in step.final_obs.items():
+                infos[i] = {"terminal_observation": o, "TimeLimit.truncated": True}
+            for i, score, length in step.episodes:
+                infos[i]["episode"] = {"r": score, "l": length, "t": 0.0}
+            return step.obs, step.rewards, step.terminated | step.truncated, infos
+
+        def close(self):
+            self.vec.close()
+
+        def get_attr(self, attr_name, indices=None):
+            return [None] * NUM_ENVS
+
+        def set_attr(self, attr_name, value, indices=None):
+            pass
+
+        def env_method(self, method_name, *args, indices=None, **kwargs):
+            return [None] * NUM_ENVS
+
+        def env_is_wrapped(self, wrapper_class, indices=None):
+            return [False] * NUM_ENVS
+
+    return EnvpoolAdapter()
+
+
+def sb3(game: str, steps: int, backend: str) -> dict:
+    import torch
+    torch.set_num_threads(1)
+    from stable_baselines3 import PPO
+    if backend == "envpool":
+        env = sb3_envpool_env(game, seed=0)
+    else:
+        import ale_py
+        import gymnasium as gym
+        from stable_baselines3.common.env_util import make_atari_env
+        from stable_baselines3.common.vec_env import VecFrameStack
+        gym.register_envs(ale_py)
+        env = make_atari_env(f"ALE/{game}-v5", n_envs=NUM_ENVS, seed=0,
+                             env_kwargs=dict(frameskip=1, repeat_action_probability=0.0, full_action_space=False))
+        env = VecFrameStack(env, n_stack=4)
+    model = PPO("CnnPolicy", env, n_steps=NUM_STEPS, batch_size=MINIBATCH, n_epochs=EPOCHS,
+                learning_rate=lambda remaining: LR * remaining, clip_range=lambda remaining: CLIP * remaining,
+                ent_coef=ENT, vf_coef=VF, max_grad_norm=MAX_GRAD_NORM, gamma=GAMMA, gae_lambda=LAM,
+                normalize_advantage=True, seed=0, device="cpu", verbose=0)
+    start = time.perf_counter()
+    model.learn(steps)
+    wall = time.perf_counter() - start
+    scores = [e["r"] for e in model.ep_info_buffer][-100:]
+    return {"sps": steps / wall, "final_return": sum(scores) / max(1, len(scores)) if scores else None}
+
+
+CASES = {
+    "raw envpool (random actions)": "raw",
+    "pg-arena EnvpoolVecEnv (random actions)": "vec",
+    "pg-arena ppo_clip (envpool)": "pg_arena",
+    "pg-arena ppo_clip (envpool, suite.precision=bf16)": "pg_arena_bf16",
+    "Stable-Baselines3 PPO (make_atari_env)": "sb3_atari",
+    "Stable-Baselines3 PPO (envpool adapter)": "sb3_envpool",
+}
+
+
+def _child(case: str, game: str, steps: int) -> None:
+    kind = CASES[case]
+    if kind == "raw":
+        result = raw_envpool(game, steps)
+    elif kind == "vec":
+        result = pg_arena_vec_env(game, steps)
+    elif kind == "pg_arena":
+        result = pg_arena(game, steps)
+    elif kind == "pg_arena_bf16":
+        result = pg_arena(game, steps, ("suite.precision=bf16",))
+    else:
+        result = sb3(game, steps, "envpool" if kind == "sb3_envpool" else "atari")
+    print("RESULT " + json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="Breakout")
+    parser.add_argument("--steps", type=int, default=100_000, help="training steps per learner case")
+    parser.add_argument("--raw-steps", type=int, default=200_000, help="steps of the random-action cases")
+    parser.add_argument("--only", nargs="*", choices=list(CASES), help=argparse.SUPPRESS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child, args.env, args.steps)
+        return
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    results = {}
+    for case in args.only or CASES:
+        steps = args.raw_steps if CASES[case] in ("raw", "vec") else args.steps
+        out = subprocess.run([sys.executable, __file__, "--child", case, "--env", args.env, "--steps", str(steps)],
+                             env=env, capture_output=True, text=True, cwd=ROOT)
+        line = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+        if out.returncode != 0 or not line:
+            sys.exit(f"{case} failed:\n{out.stderr[-3000:]}")
+        results[case] = json.loads(line[-1][7:])
+        print(f"  {case}: {results[case]['sps']:.0f} steps/s", file=sys.stderr)
+    raw = results.get("raw envpool (random actions)", {}).get("sps")
+    peers = [c for c in ("Stable-Baselines3 PPO (make_atari_env)", "Stable-Baselines3 PPO (envpool adapter)")
+             if c in results]
+    print(f"\n{args.env}, {args.steps:,} training steps per learner run ({args.raw_steps:,} random-action steps), "
+          f"{NUM_ENVS} envs, one torch thread, one process at a time, {os.cpu_count()} cores\n")
+    print("| run | steps/s | " + " | ".join(f"vs {p}" for p in peers) +
+          " | share of raw envpool steps/s | mean score, last 100 games |")
+    print("|---|---:|" + "---:|" * len(peers) + "---:|---:|")
+    for case, r in results.items():
+        ratios = " | ".join(f"{r['sps'] / results[p]['sps']:.2f}x" if CASES[case] not in ("raw", "vec") else ""
+                            for p in peers)
+        share = f"{r['sps'] / raw:.0%}" if raw else ""
+        score = f"{r['final_return']:.1f}" if r.get("final_return") is not None else ""
+        print(f"| {case} | {r['sps']:.0f} | " + (ratios + " | " if peers else "") + f"{share} | {score} |")
+
+
+if __name__ == "__main__":
+    main()
