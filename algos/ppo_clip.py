@@ -28,8 +28,8 @@ class PPOClipConfig(HorizonRollout):
     # The code-level options (Engstrom et al. 2020; Huang et al. 2022), defaulting as baselines ppo1 did.
     adv_norm: str = "batch"          # ppo1 whitens advantages over the batch; CleanRL per minibatch; or none
     value_clip: bool = False         # ppo2/CleanRL clip the value update to +-clip_eps around the old value; ppo1 does not
-    lr_anneal: bool = False          # linear decay of the learning rate to 0 (ppo2, CleanRL); ppo1's MuJoCo runs: constant
-    clip_anneal: bool = False        # anneal clip_eps with the same alpha (paper Table 5, Atari)
+    lr_anneal: bool = True           # linear decay to 0: baselines ppo1 run_mujoco.py, schedule='linear' (also CleanRL)
+    clip_anneal: bool = True         # ppo1's schedule='linear' scales clip_param by the same factor (Table 5's alpha)
     max_grad_norm: float | None = None  # ppo1: no clipping; ppo2/CleanRL: 0.5
 
     def __post_init__(self):

@@ -197,7 +197,7 @@ class MujocoSuite(Suite):
     presets = {
         "cleanrl": {
             "suite.init": "orthogonal", "suite.obs_clip": 10.0, "suite.reward_scale": True, "suite.reward_clip": 10.0,
-            "algo.adv_norm": "minibatch", "algo.value_clip": True, "algo.lr_anneal": True,
+            "algo.adv_norm": "minibatch", "algo.value_clip": True, "algo.lr_anneal": True, "algo.clip_anneal": False,
             "algo.max_grad_norm": 0.5, "algo.vf_coef": 0.25,
         },
     }
