@@ -289,7 +289,7 @@ def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int
         live = ~done
         token = torch.where(live, token, torch.full_like(token, pad_id))
         responses[:, t] = token
-        logps[:, t] = torch.where(live, logits.gather(1, token.unsqueeze(1)).squeeze(1), torch.zeros(()))
+        logps[:, t] = torch.where(live, logits.gather(1, token.unsqueeze(1)).squeeze(1), torch.zeros((), device=device))
         ended = live & (token == eos_id)
         lengths = torch.where(ended, torch.full_like(lengths, t + 1), lengths)
         done = done | ended
