@@ -409,21 +409,29 @@ def test_bad_atari_input_is_a_clear_error(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_smoke_run_of_every_algorithm(tmp_path, capsys):
-    """Every algorithm on Breakout for one batch each (scale=smoke plays two games for 1024 steps;
-    one game and steps=512 keep this test short), named by its envpool id to check that results
-    go under the game's name."""
-    code = cli.main(["suite=atari", "scale=smoke", "env=Breakout-v5", "steps=512", "jobs=2",
-                     f"results_dir={tmp_path}"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    for name in algos.names():
-        run_dir = tmp_path / "atari" / "Breakout" / name / "seed0"
+    """Every algorithm on Breakout through the command line, with small batches to keep the test
+    short (scale=smoke runs the suite's defaults: ./run_all.sh suite=atari scale=smoke), the game
+    named by its envpool id to check that results go under the game's name."""
+    horizon = [n for n in algos.names() if algos.get(n).rollout == "horizon"]
+    groups = [n for n in algos.names() if algos.get(n).rollout == "groups"]
+    assert len(horizon) + len(groups) == len(algos.names()) >= 7
+    # 2 envs x 128 steps, twice: each env finishes a random game of Breakout (120-230 steps)
+    common = ["suite=atari", "scale=smoke", "env=Breakout-v5", "steps=512", "jobs=2", f"results_dir={tmp_path}"]
+    for names, small in ((horizon, ["algo.num_envs=2", "algo.num_steps=128"]),
+                         (groups, ["algo.group_size=2", "algo.num_minibatches=1"])):
+        code = cli.main([*common, f"algo={','.join(names)}", *small])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+    run_dirs = sorted(p.parent for p in (tmp_path / "atari" / "Breakout").rglob("run.json"))
+    assert len(run_dirs) == len(algos.names())
+    for run_dir in run_dirs:
         record = json.loads((run_dir / "run.json").read_text())
-        assert record["status"] == "done", (name, record.get("error"))
+        assert record["status"] == "done", (run_dir, record.get("error"))
         episodes = read_rows(run_dir / "episodes.csv")
         evals = read_rows(run_dir / "evals.csv")
-        assert episodes and len(evals) == 2, name
+        assert episodes and len(evals) == 2, run_dir
         # whole games: Breakout's five lives take well over 100 agent steps, scores are raw points
-        assert all(int(r["episode_length"]) >= 100 for r in episodes), name
-        assert all(float(r["episode_return"]) >= 0 for r in episodes), name
+        assert all(int(r["episode_length"]) >= 100 for r in episodes), run_dir
+        assert all(float(r["episode_return"]) >= 0 for r in episodes), run_dir
         assert "eval_human_normalized" in evals[0]
+        assert read_rows(run_dir / "metrics.csv"), run_dir
