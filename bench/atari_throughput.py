@@ -226,15 +226,16 @@ def main() -> None:
              if c in results]
     print(f"\n{args.env}, {args.steps:,} training steps per learner run ({args.raw_steps:,} random-action steps), "
           f"{NUM_ENVS} envs, one torch thread, one process at a time, {os.cpu_count()} cores\n")
-    print("| run | steps/s | " + " | ".join(f"vs {p}" for p in peers) +
-          " | share of raw envpool steps/s | mean score, last 100 games |")
-    print("|---|---:|" + "---:|" * len(peers) + "---:|---:|")
+    header = ["run", "steps/s", *(f"vs {p}" for p in peers), "share of raw envpool steps/s",
+              "mean score, last 100 games"]
+    print("| " + " | ".join(header) + " |")
+    print("|---|" + "---:|" * (len(header) - 1))
     for case, r in results.items():
-        ratios = " | ".join(f"{r['sps'] / results[p]['sps']:.2f}x" if CASES[case] not in ("raw", "vec") else ""
-                            for p in peers)
-        share = f"{r['sps'] / raw:.0%}" if raw else ""
-        score = f"{r['final_return']:.1f}" if r.get("final_return") is not None else ""
-        print(f"| {case} | {r['sps']:.0f} | " + (ratios + " | " if peers else "") + f"{share} | {score} |")
+        learner = CASES[case] not in ("raw", "vec")
+        cells = [case, f"{r['sps']:.0f}", *(f"{r['sps'] / results[p]['sps']:.2f}x" if learner else "" for p in peers),
+                 f"{r['sps'] / raw:.0%}" if raw else "",
+                 f"{r['final_return']:.1f}" if r.get("final_return") is not None else ""]
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
