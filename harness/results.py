@@ -5,18 +5,24 @@
   episodes.csv  global_step, episode_return, episode_length   (every training episode)
   evals.csv     global_step, eval_return_mean, eval_return_std, eval_episodes
   metrics.csv   update, global_step, wall_seconds, sps, <algorithm metrics...>
-  checkpoint.pt the resume point (model, optimisers, RNG states, counters)
+  checkpoint.pt the resume point (model, optimisers, RNG states, environment state,
+                counters, the rows so far); removed once the run is done
+  .lock         held (fcntl) by the sweep running the run (``harness/locks.py``)
 
 A file is written to a temporary name in the same folder and renamed over the old one,
-so a killed run never leaves a truncated file; only ``status: done`` marks completion.
+so a killed run never leaves a truncated file; only ``status: done`` marks completion, and
+``is_done`` also checks every file it lists (row count, complete last line, SHA-256), so a
+file truncated or damaged afterwards makes the run not done (it is redone).
 """
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
 import platform
+import shutil
 import subprocess
 import tempfile
 from datetime import datetime, timezone
@@ -30,10 +36,26 @@ METRIC_LEADING = ["update", "global_step", "wall_seconds", "sps"]
 STATUSES = ("running", "done", "failed")
 
 
+def _umask() -> int:
+    # Read, not set: os.umask() changes the process's mask, a race with the executor's threads.
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+_FILE_MODE = 0o666 & ~_umask()
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _FILE_MODE)  # mkstemp makes 0600; results are ordinary files
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -49,12 +71,24 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
 
 
-def write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> None:
+def write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> str:
+    """Write ``rows`` atomically; returns the SHA-256 of the file's bytes."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    atomic_write_text(path, buf.getvalue())
+    data = buf.getvalue().encode()
+    atomic_write_bytes(path, data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def comparable_config(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A run's config without the keys that do not change its numbers (where its folder is,
+    how often it checkpoints): a checkpoint or record moved elsewhere still matches."""
+    if not isinstance(config, dict):
+        return None
+    # through JSON: a config read back from run.json has lists where the dataclass has tuples
+    return json.loads(json.dumps({k: v for k, v in config.items() if k not in ("results_dir", "checkpoint_every")}))
 
 
 def now() -> str:
@@ -71,18 +105,98 @@ def read_run_json(run_dir: Path) -> dict[str, Any] | None:
 
 def is_done(run_dir: Path) -> bool:
     """Done = ``run.json`` says so and every result file it lists is present and complete."""
+    return done_problem(run_dir) is None
+
+
+def done_problem(run_dir: Path) -> str | None:
+    """None if the run is done and intact; otherwise why not (for messages)."""
     record = read_run_json(run_dir)
-    if not record or record.get("status") != "done":
-        return False
-    for name, rows in record.get("files", {}).items():
-        path = Path(run_dir) / name
+    if record is None:
+        return "run.json missing or unreadable"
+    if not isinstance(record, dict) or record.get("status") != "done":
+        return f"status {record.get('status') if isinstance(record, dict) else record!r}"
+    files, checksums = record.get("files"), record.get("checksums") or {}
+    if not isinstance(files, dict) or not files:
+        return "run.json lists no result files"
+    for name, rows in files.items():
         try:
-            with open(path) as f:
-                if sum(1 for _ in f) - 1 != rows:
-                    return False
+            data = (Path(run_dir) / name).read_bytes()
         except OSError:
-            return False
-    return True
+            return f"{name} missing"
+        if not data.endswith(b"\n"):
+            return f"{name} cut mid-line"
+        found = data.count(b"\n") - 1
+        if found != rows:
+            return f"{name} has {found} rows, run.json says {rows}"
+        if name in checksums and hashlib.sha256(data).hexdigest() != checksums[name]:
+            return f"{name} differs from what the run wrote (checksum)"
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# before a sweep: can results be written there at all?
+
+# Free space a sweep needs before it starts: a run of the paper's protocol writes ~1-5 MB
+# (CSV rows, a checkpoint of tens of kB per environment); the floor leaves room for the rest.
+MIN_FREE_BYTES = 200 * 2 ** 20
+BYTES_PER_RUN = 20 * 2 ** 20
+
+
+class ResultsDirError(OSError):
+    """The results folder cannot take this sweep (no permission, not a folder, no space)."""
+
+
+def check_results_dir(root: Path, num_runs: int) -> None:
+    """Raise ``ResultsDirError`` with a clear message if ``root`` cannot take ``num_runs``
+    runs; writes nothing (the write probe is an unnamed temporary file)."""
+    root = Path(root)
+    probe_dir = root.absolute()
+    while not probe_dir.exists():
+        probe_dir = probe_dir.parent
+    if not probe_dir.is_dir():
+        raise ResultsDirError(f"results_dir={root}: {probe_dir} is not a folder")
+    if not os.access(probe_dir, os.W_OK | os.X_OK):
+        raise ResultsDirError(f"results_dir={root}: no permission to write in {probe_dir}")
+    try:  # os.access passes for root on a read-only mount or under an immutable folder
+        with tempfile.TemporaryFile(dir=probe_dir):
+            pass
+    except OSError as exc:
+        raise ResultsDirError(f"results_dir={root}: cannot write in {probe_dir} ({exc.strerror or exc})") from None
+    need = MIN_FREE_BYTES + BYTES_PER_RUN * max(0, num_runs)
+    free = shutil.disk_usage(probe_dir).free
+    if free < need:
+        raise ResultsDirError(f"results_dir={root}: only {free / 2 ** 20:.0f} MiB free on {probe_dir}; "
+                              f"{num_runs} run(s) need at least {need / 2 ** 20:.0f} MiB")
+
+
+# ---------------------------------------------------------------------------------------
+# a run folder as bytes (the Ray executor sends it between driver and worker)
+
+RUN_FILES = ("run.json", "episodes.csv", "evals.csv", "metrics.csv", "checkpoint.pt")
+
+
+def snapshot_run_dir(run_dir: Path) -> dict[str, bytes]:
+    """The run folder's result files (those present), name -> bytes."""
+    out = {}
+    for name in RUN_FILES:
+        try:
+            out[name] = (Path(run_dir) / name).read_bytes()
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def mirror_run_dir(run_dir: Path, files: dict[str, bytes]) -> None:
+    """Make ``run_dir``'s result files equal ``files``: each written atomically, ``run.json``
+    last (so that it never says done before the rows are there), then the checkpoint removed
+    if the snapshot has none."""
+    run_dir = Path(run_dir)
+    for name in sorted(files, key=lambda n: n == "run.json"):
+        if name not in RUN_FILES:
+            raise ValueError(f"unexpected file {name!r} in a run snapshot")
+        atomic_write_bytes(run_dir / name, files[name])
+    if "checkpoint.pt" not in files:
+        (run_dir / "checkpoint.pt").unlink(missing_ok=True)
 
 
 _VERSIONS: dict[str, str] | None = None

@@ -127,14 +127,25 @@ class HorizonCollector:
         return batch, episodes
 
     def state_dict(self):
+        # The environments are mid-episode between batches: their state and the current
+        # observations are part of the resume point (None where the vectorised environment
+        # cannot save its state; see harness/envs.py).
+        saves_env = hasattr(self.vec_env, "state_dict")
         return {"rng": self.rng.bit_generator.state, "global_step": self.global_step,
-                "reward_scaler": self.reward_scaler.state_dict() if self.reward_scaler else None}
+                "reward_scaler": self.reward_scaler.state_dict() if self.reward_scaler else None,
+                "obs": self.obs.copy() if saves_env else None,
+                "vec_env": self.vec_env.state_dict() if saves_env else None}
 
     def load_state_dict(self, state):
+        """Restore a ``state_dict``; ``self.env_state_exact`` says whether every environment
+        continues exactly where it was (otherwise some restarted their episode)."""
         self.rng.bit_generator.state = state["rng"]
         self.global_step = state["global_step"]
         if self.reward_scaler is not None and state["reward_scaler"] is not None:
             self.reward_scaler.load_state_dict(state["reward_scaler"])
+        self.env_state_exact = False  # a vectorised env without state_dict keeps its fresh reset
+        if state.get("vec_env") is not None and hasattr(self.vec_env, "load_state_dict"):
+            self.obs, self.env_state_exact = self.vec_env.load_state_dict(state["vec_env"], state["obs"])
 
 
 class GroupCollector:
