@@ -1,6 +1,8 @@
 """``./run_all.sh key=value ...``: plan, run what is missing, summarise.
 
-Exit codes: 0 all runs done; 1 some run failed; 2 bad input (nothing written).
+Exit codes: 0 all runs done; 1 some run failed; 2 bad input or an unusable results folder
+(nothing written); 3 none failed, but some runs are being run by another sweep (their lock
+is held elsewhere) and were skipped here.
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.config import ConfigError, parse_sweep, plan_runs, split_args
-from harness.results import is_done
+from harness.results import ResultsDirError, check_results_dir, done_problem, is_done, read_run_json
 
 USAGE = """usage: ./run_all.sh [key=value ...]
 
@@ -18,7 +20,12 @@ USAGE = """usage: ./run_all.sh [key=value ...]
   env=Hopper-v5           environments (default: the scale's list)
   scale=smoke|quick|paper budget preset (default: paper)
   seeds=3 steps=1000000   override the scale's seeds and steps per run
-  jobs=2                  runs in parallel, one torch thread each (default: cores)
+  jobs=2                  runs in parallel, one torch thread each (default: cores;
+                          executor=ray: the cluster's CPUs)
+  executor=local|ray      local processes (default) or one Ray task per run
+  ray_address=host:port   executor=ray: an existing cluster (or auto); default a local Ray
+  ray_shared=true         executor=ray: results_dir is on storage every worker sees
+  checkpoint_every=20     updates between checkpoints (a killed run resumes from the last)
   results_dir=results     where results go
   preset=cleanrl          a named bundle of code-level options of the suite
   algo.<option>=value     an algorithm option, e.g. algo.clip_eps=0.1 (stored as a variant)
@@ -43,41 +50,48 @@ def main(argv: list[str] | None = None) -> int:
         sweep = parse_sweep(top)
         runs = plan_runs(sweep, algo_overrides, suite_overrides)
         results_root = Path(sweep.results_dir)
-        _check_writable(results_root)
-    except ConfigError as exc:
+        todo = [r for r in runs if not is_done(r.run_dir)]
+        check_results_dir(results_root, len(todo))
+        if todo and sweep.executor == "ray":
+            from harness.ray_executor import _ray
+            _ray(sweep.ray_address)  # Ray installed? (before anything is written)
+    except (ConfigError, ResultsDirError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    todo = [r for r in runs if not is_done(r.run_dir)]
     _print_plan(sweep, runs, todo)
-    if todo:
+    if todo and sweep.executor == "ray":
+        from harness.ray_executor import run_ray
+        results = run_ray(todo, address=sweep.ray_address, jobs=sweep.jobs if "jobs" in top else None,
+                          shared=sweep.ray_shared, num_gpus=sweep.ray_num_gpus)
+    elif todo:
         from harness.executor import run_local
         results = run_local(todo, min(sweep.jobs, len(todo)))
     else:
         results = []
-    failed = [r for r in results if r["status"] != "done"]
+    from harness.executor import RUNNING_ELSEWHERE
+    failed = [r for r in results if r["status"] not in ("done", RUNNING_ELSEWHERE)]
+    elsewhere = [r for r in results if r["status"] == RUNNING_ELSEWHERE]
     from harness.summary import summary_table
     print()
     print(summary_table(runs))
     print(f"\nresults: {results_root.resolve()}")
+    ran = [r for r in results if r["status"] != RUNNING_ELSEWHERE and r.get("note") != "already done"]
+    resumed = [r for r in ran if r.get("resumed_from")]
+    print(f"this sweep: ran {len(ran)} run(s) ({len(resumed)} resumed from a checkpoint), "
+          f"{len(runs) - len(todo) + len(results) - len(ran) - len(elsewhere)} already done, "
+          f"{len(elsewhere)} running elsewhere")
+    if elsewhere:
+        print(f"\n{len(elsewhere)} run(s) running elsewhere (another sweep holds their lock; skipped here):",
+              file=sys.stderr)
+        for r in elsewhere:
+            print(f"  {r['run_id']}", file=sys.stderr)
     if failed:
         print(f"\n{len(failed)} run(s) failed:", file=sys.stderr)
         for r in failed:
             print(f"  {r['run_id']}: {r['error']}", file=sys.stderr)
         return 1
-    return 0
-
-
-def _check_writable(root: Path) -> None:
-    """Fail before the sweep starts if results cannot be written there."""
-    probe_dir = root
-    while not probe_dir.exists():
-        probe_dir = probe_dir.parent
-    if not probe_dir.is_dir():
-        raise ConfigError(f"results_dir={root}: {probe_dir} is not a folder")
-    import os
-    if not os.access(probe_dir, os.W_OK | os.X_OK):
-        raise ConfigError(f"results_dir={root}: no permission to write in {probe_dir}")
+    return 3 if elsewhere else 0
 
 
 def _print_plan(sweep, runs, todo) -> None:
@@ -91,6 +105,12 @@ def _print_plan(sweep, runs, todo) -> None:
     print(f"  environments: {', '.join(envs)}")
     print(f"  runs: {len(runs)} ({len(runs) - len(todo)} already done, {len(todo)} to run), "
           f"{runs[0].steps:,} steps each" if runs else "  runs: 0")
+    for r in todo:  # stored results that looked done but are damaged are redone, and said so
+        record = read_run_json(r.run_dir)
+        if isinstance(record, dict) and record.get("status") == "done":
+            print(f"  redo {r.run_id}: its results are damaged ({done_problem(r.run_dir)})")
+        elif record is None and (r.run_dir / "run.json").exists():
+            print(f"  redo {r.run_id}: run.json is unreadable")
     if todo:
         print(f"  estimated time: ~{eta_min:.0f} min with jobs={min(sweep.jobs, len(todo))} "
               f"(at ~{sps} steps/s per run)")

@@ -18,6 +18,9 @@ class ConfigError(ValueError):
     """Bad user input; the CLI prints it on one line and exits with code 2."""
 
 
+EXECUTORS = ("local", "ray")
+
+
 @dataclass
 class SweepConfig:
     """The top-level keys of ``./run_all.sh key=value ...``."""
@@ -34,7 +37,10 @@ class SweepConfig:
     eval_every: int | None = None         # steps between deterministic evaluations; default the scale's
     eval_episodes: int | None = None      # episodes per evaluation; default the scale's
     checkpoint_every: int = 20            # updates between checkpoints (resume point of a killed run)
-    executor: str = "local"               # local processes
+    executor: str = "local"               # local (processes on this machine) | ray (one Ray task per run)
+    ray_address: str | None = None        # executor=ray: the cluster (host:port, or auto); default a local Ray instance
+    ray_shared: bool = False              # executor=ray: results_dir is on a filesystem every worker sees; write there directly
+    ray_num_gpus: float = 0.25            # executor=ray, device=cuda: GPUs per run (a fraction: small runs share a GPU)
     device: str = "cpu"                   # torch device of the runs: cpu | cuda[:k] | auto (CUDA if present)
 
 
@@ -195,8 +201,13 @@ def parse_sweep(top: dict[str, str]) -> SweepConfig:
         value = getattr(sweep, key)
         if value is not None and value <= 0:
             raise ConfigError(f"{key}={value} must be a positive integer")
-    if sweep.executor not in ("local",):
-        raise ConfigError(f"unknown executor {sweep.executor!r}; valid: local")
+    if sweep.executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {sweep.executor!r}; valid: {', '.join(EXECUTORS)}")
+    if sweep.executor != "ray" and (sweep.ray_address is not None or sweep.ray_shared):
+        raise ConfigError("ray_address= and ray_shared= need executor=ray")
+    g = sweep.ray_num_gpus
+    if not (g > 0 and (g <= 1 or float(g).is_integer())):
+        raise ConfigError(f"ray_num_gpus={sweep.ray_num_gpus} must be a fraction in (0, 1] or a whole number")
     return sweep
 
 

@@ -1,75 +1,266 @@
-"""Run many training runs: the local executor (``jobs=N`` processes, one torch thread each)."""
+"""Run many training runs and survive what long sweeps meet.
+
+``run_sweep`` is shared by both executors: it keeps up to ``max_in_flight`` runs going,
+each driven by one thread of the driver that
+
+1. takes the run's lock (``harness/locks.py``); a run another sweep holds is skipped and
+   reported as ``running elsewhere``; a run found done once locked is not run again;
+2. starts an *attempt* on a backend -- a fresh local process (``run_local``) or a Ray task
+   (``harness/ray_executor.py``) -- and follows its events (progress, result);
+3. if the worker dies without a result (SIGKILL, out of memory, a lost node), starts a new
+   attempt, which resumes from the run's last checkpoint; after ``retries`` retries the
+   run is marked failed with how its workers died.
+
+A run that raises or produces NaN fails inside ``train`` (``run.json`` says so, with the
+error) and the others carry on. A worker dies with the driver (Linux ``PR_SET_PDEATHSIG``;
+elsewhere it exits at its next progress report), so a killed driver leaves no orphan
+writing into a run folder, and the same command started again runs only what is unfinished.
+"""
 from __future__ import annotations
 
+import ctypes
+import json
 import multiprocessing as mp
 import os
 import queue
+import signal
 import sys
-import time
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import threading
+from typing import Any, Iterator
 
 from harness.config import RunConfig
+from harness.locks import RunLock
+from harness.results import atomic_write_text, is_done, now, read_run_json
+
+# Retries of a run whose worker died (each resumes from the run's checkpoint).
+RETRIES = 2
+
+RUNNING_ELSEWHERE = "running elsewhere"
 
 
-def _worker(run: RunConfig, progress_queue) -> dict:
+class WorkerDied(RuntimeError):
+    """The worker of an attempt ended without reporting a result."""
+
+
+def summarize(record: dict) -> dict:
+    """What a worker reports back for a finished ``train`` call."""
+    return {"run_id": record["run_id"], "status": record["status"], "error": record.get("error"),
+            "resumed_from": record.get("resumed_from")}
+
+
+# ---------------------------------------------------------------------------------------
+# the sweep, common to both executors
+
+def run_sweep(runs: list[RunConfig], backend, max_in_flight: int, retries: int = RETRIES,
+              show_progress: bool = True) -> list[dict]:
+    """Run every run through ``backend`` (``attempt(run)`` yields ``(kind, value)`` events:
+    ``("progress", global_step)``, ``("result", summary)``; it raises ``WorkerDied``).
+
+    Returns one dict per run: ``run_id``, ``status`` (done, failed, or running elsewhere),
+    ``error``, ``attempts``, ``resumed_from``.
+    """
+    total_steps = sum(r.steps for r in runs)
+    bar = _progress_bar(total_steps, len(runs), show_progress)
+    events: queue.Queue = queue.Queue()
+    todo = iter(list(runs))
+    todo_lock = threading.Lock()
+
+    def slot() -> None:
+        while True:
+            with todo_lock:
+                run = next(todo, None)
+            if run is None:
+                return
+            try:
+                outcome = _drive(run, backend, retries, events)
+            except BaseException as exc:  # a bug in the driver: report it, keep the sweep going
+                outcome = {"run_id": run.run_id, "status": "failed", "error": f"driver: {type(exc).__name__}: {exc}",
+                           "attempts": 0, "resumed_from": None}
+            events.put(("outcome", run, outcome))
+
+    threads = [threading.Thread(target=slot, daemon=True, name=f"pg-arena-slot{i}")
+               for i in range(max(1, min(max_in_flight, len(runs))))]
+    results: list[dict] = []
+    done_steps: dict[str, int] = {}
+    try:
+        for t in threads:
+            t.start()
+        while len(results) < len(runs):
+            kind, run, value = events.get()
+            if kind == "progress":
+                step = min(value, run.steps)
+                bar.update(max(0, step - done_steps.get(run.run_id, 0)))
+                done_steps[run.run_id] = max(step, done_steps.get(run.run_id, 0))
+            elif kind == "outcome":
+                bar.update(max(0, run.steps - done_steps.get(run.run_id, 0)))
+                done_steps[run.run_id] = run.steps
+                results.append(value)
+                bar.set_postfix_str(f"{len(results)}/{len(runs)} runs")
+    except BaseException:
+        backend.shutdown()  # Ctrl-C: stop the workers; their runs resume next time
+        raise
+    finally:
+        bar.close()
+    for t in threads:
+        t.join(timeout=5)
+    order = {r.run_id: i for i, r in enumerate(runs)}
+    return sorted(results, key=lambda r: order[r["run_id"]])
+
+
+def _drive(run: RunConfig, backend, retries: int, events: queue.Queue) -> dict:
+    outcome = {"run_id": run.run_id, "status": "failed", "error": None, "attempts": 0, "resumed_from": None}
+    lock = RunLock(run.run_dir)
+    if not lock.acquire():
+        return {**outcome, "status": RUNNING_ELSEWHERE, "error": "another sweep holds this run's lock"}
+    try:
+        if is_done(run.run_dir):  # finished by another sweep between planning and now
+            return {**outcome, "status": "done", "note": "already done"}
+        deaths = []
+        for attempt in range(1, retries + 2):
+            outcome["attempts"] = attempt
+            try:
+                result = None
+                for kind, value in backend.attempt(run):
+                    if kind == "progress":
+                        events.put(("progress", run, value))
+                    elif kind == "result":
+                        result = value
+                if result is None:
+                    raise WorkerDied("the worker ended without a result")
+                return {**outcome, **result, "attempts": attempt}
+            except WorkerDied as exc:
+                deaths.append(str(exc))
+        error = f"worker died {len(deaths)} times: {'; '.join(deaths)}"
+        _mark_failed(run, error)
+        return {**outcome, "error": error}
+    finally:
+        lock.release()
+
+
+def _mark_failed(run: RunConfig, error: str) -> None:
+    """Record in ``run.json`` a run given up on by the driver (its worker kept dying)."""
+    record = read_run_json(run.run_dir)
+    if not isinstance(record, dict):
+        record = {"run_id": run.run_id, "suite": run.suite, "env": run.env, "algo": run.algo,
+                  "variant": run.variant, "seed": run.seed}
+    record.update(status="failed", end_time=now(), error=error)
+    atomic_write_text(run.run_dir / "run.json", json.dumps(record, indent=2))
+
+
+# ---------------------------------------------------------------------------------------
+# the local executor: one fresh process per attempt
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (no orphan keeps writing).
+    The parent is the driver (spawn) or the fork server, which exits with the driver."""
+    if sys.platform.startswith("linux"):
+        parent = os.getppid()
+        try:
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:
+            return
+        if os.getppid() != parent:  # the parent died before the prctl took effect
+            os._exit(1)
+
+
+def _local_worker(run: RunConfig, conn) -> None:
+    _die_with_parent()
     # One torch thread per run: small MLPs are fastest on one thread, and two busy
     # processes with two threads each ran 20-60x slower on this 2-core machine.
     os.environ["OMP_NUM_THREADS"] = "1"
     import torch
     torch.set_num_threads(1)
-    from harness.train import train
-    last = [0]
 
-    def report(global_step: int) -> None:
-        progress_queue.put((run.run_id, global_step - last[0]))
-        last[0] = global_step
-
-    record = train(run, progress=report)
-    report(max(run.steps, last[0]))
-    return {"run_id": run.run_id, "status": record["status"], "error": record.get("error")}
-
-
-def run_local(runs: list[RunConfig], jobs: int, show_progress: bool = True) -> list[dict]:
-    """Run every run, ``jobs`` at a time in fresh processes; a failed run never stops the others."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    total_steps = sum(r.steps for r in runs)
-    bar = _progress_bar(total_steps, len(runs), show_progress)
-    ctx = mp.get_context("spawn")
-    manager = ctx.Manager()
-    progress_queue = manager.Queue()
-    results = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(_worker, run, progress_queue): run for run in runs}
-        pending = set(futures)
-        while pending:
-            _drain(progress_queue, bar)
-            done = [f for f in pending if f.done()]
-            for f in done:
-                pending.discard(f)
-                run = futures[f]
-                try:
-                    results.append(f.result())
-                except BrokenProcessPool as exc:
-                    results.append({"run_id": run.run_id, "status": "failed", "error": f"worker died: {exc}"})
-                except Exception as exc:  # an error outside train() (e.g. pickling)
-                    results.append({"run_id": run.run_id, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
-                bar.set_postfix_str(f"{len(results)}/{len(runs)} runs")
-            if pending:
-                time.sleep(0.2)
-    _drain(progress_queue, bar)
-    bar.close()
-    manager.shutdown()
-    return results
-
-
-def _drain(progress_queue, bar) -> None:
-    while True:
+    def send(event) -> None:
         try:
-            _, delta = progress_queue.get_nowait()
-        except (queue.Empty, EOFError, OSError):
-            return
-        bar.update(delta)
+            conn.send(event)
+        except OSError:  # the driver is gone: nobody waits for this run; stop without writing
+            os._exit(1)
+
+    try:
+        from harness.train import train
+        record = train(run, progress=lambda step: send(("progress", step)))
+        send(("result", summarize(record)))
+    except Exception as exc:  # outside train's own handling (e.g. the run folder cannot be made)
+        send(("result", {"run_id": run.run_id, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
+                         "resumed_from": None}))
+    finally:
+        conn.close()
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "did not exit"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+class LocalBackend:
+    """Each attempt is a fresh process, forked from a server that has imported torch and the
+    harness once (``forkserver``): isolation per run at ~0.1 s of start-up."""
+
+    def __init__(self):
+        self._ctx = _context()
+        self._procs: set = set()
+        self._procs_lock = threading.Lock()
+
+    def attempt(self, run: RunConfig) -> Iterator[tuple[str, Any]]:
+        reader, writer = self._ctx.Pipe(duplex=False)
+        proc = self._ctx.Process(target=_local_worker, args=(run, writer), daemon=True,
+                                 name=f"pg-arena {run.run_id}")
+        with self._procs_lock:
+            proc.start()
+            self._procs.add(proc)
+        writer.close()
+        got_result = False
+        try:
+            while True:
+                try:
+                    event = reader.recv()
+                except (EOFError, OSError):
+                    break
+                got_result = got_result or event[0] == "result"
+                yield event
+        finally:
+            reader.close()
+            proc.join()
+            with self._procs_lock:
+                self._procs.discard(proc)
+        if not got_result:
+            raise WorkerDied(f"worker {proc.pid} {_describe_exit(proc.exitcode)}")
+
+    def shutdown(self) -> None:
+        with self._procs_lock:
+            for proc in list(self._procs):
+                if proc.is_alive():
+                    proc.kill()
+
+
+_CONTEXT = None
+
+
+def _context():
+    global _CONTEXT
+    if _CONTEXT is None:
+        if "forkserver" in mp.get_all_start_methods():
+            _CONTEXT = mp.get_context("forkserver")
+            # Imported once in the server; every worker is forked with them loaded.
+            _CONTEXT.set_forkserver_preload(["torch", "harness.train", "harness.executor", "suites", "algos"])
+        else:
+            _CONTEXT = mp.get_context("spawn")
+    return _CONTEXT
+
+
+def run_local(runs: list[RunConfig], jobs: int, show_progress: bool = True, retries: int = RETRIES) -> list[dict]:
+    """Run every run, ``jobs`` at a time, each in a fresh process; a failed run never stops
+    the others, and a run whose process is killed resumes from its checkpoint."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # inherited by the fork server
+    return run_sweep(runs, LocalBackend(), max_in_flight=jobs, retries=retries, show_progress=show_progress)
 
 
 def _progress_bar(total_steps: int, num_runs: int, enabled: bool):
