@@ -8,6 +8,7 @@
 # Only this head is stopped (it runs with --block; `ray stop` would stop every Ray here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh >&2   # .venv with the project (a no-op when it is up to date)
 PY=.venv/bin/python
 RAY=.venv/bin/ray
 
