@@ -14,6 +14,11 @@ path every node sees) and only progress travels.
 The code reaches the workers as ``py_modules`` (the harness, algos and suites packages),
 so a cluster needs only the dependencies installed (``pip install 'pg-arena[ray]'``).
 The per-run lock is held by the driver (see ``harness/locks.py``).
+
+A cluster with Ray's token authentication (the default of a Ray 2.5x head started while
+``~/.ray/auth_token`` exists) needs ``RAY_AUTH_MODE=token`` (and the token, in
+``RAY_AUTH_TOKEN`` / ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``) in the driver's
+environment; scripts/ci_ray.sh shows the whole setup on loopback.
 """
 from __future__ import annotations
 
