@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.distributions import Categorical
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from harness.agent import RunningMeanStd
 from harness.distributions import DiagGaussian
@@ -23,6 +24,16 @@ from harness.config import ConfigError
 from suites.base import Scale, Suite
 
 _VERSION = operator.attrgetter("_version")
+# Fused Adam updates parameters without bumping their version counters, so the snapshot's
+# staleness key also counts optimiser steps, through a global post-step hook.
+_OPTIMIZER_STEPS = [0]
+
+
+def _count_optimizer_step(optimizer, args, kwargs) -> None:
+    _OPTIMIZER_STEPS[0] += 1
+
+
+register_optimizer_step_post_hook(_count_optimizer_step)
 
 # The PPO paper's Table 1 environments ("-v1" in 2017; -v5 is the maintained form).
 PAPER_ENVS = ("HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "InvertedPendulum-v5",
@@ -138,13 +149,14 @@ class MLPAgent(nn.Module):
     # NumPy costs ~5 us. The weights are frozen during a rollout, so a NumPy snapshot is
     # exact; log-probabilities for the update are recomputed in torch afterwards.
 
-    def _version(self) -> int:
-        # Every optimiser step and statistics update bumps a tensor's in-place version
-        # counter, so the snapshot can never be stale.
+    def _version(self) -> tuple[int, int, tuple[int, ...]]:
+        # The snapshot is stale after any optimiser step (counted globally: fused Adam leaves
+        # version counters alone), any in-place change (statistics updates bump version
+        # counters) or any replaced storage (TRPO's vector_to_parameters assigns .data).
         if not hasattr(self, "_tracked"):
             self._tracked = [*self.policy_net.parameters(), *self.buffers()] + (
                 [self.log_std] if self.continuous else [])
-        return sum(map(_VERSION, self._tracked))
+        return (_OPTIMIZER_STEPS[0], sum(map(_VERSION, self._tracked)), tuple(t.data_ptr() for t in self._tracked))
 
     def _snapshot(self):
         version = self._version()

@@ -386,3 +386,35 @@ def test_rerun_skips_done_runs(tmp_path, capsys):
     assert "1 already done, 0 to run" in second
     assert {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir()} == stamps
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == contents
+
+
+def test_collection_policy_follows_the_weights_without_obs_norm():
+    """The NumPy fast path must never act with stale weights: fused Adam does not bump
+    version counters and TRPO replaces parameter storage (found in review)."""
+    import gymnasium as gym
+    import numpy as np
+    import torch
+    from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+    from suites.mujoco import MLPAgent, MujocoConfig
+
+    env = gym.make("Hopper-v5")
+    agent = MLPAgent(env.observation_space, env.action_space, MujocoConfig(obs_norm=False))
+    obs = np.random.default_rng(0).standard_normal((4, 11))
+
+    def check():
+        fast = agent.act(obs, np.random.default_rng(0), deterministic=True)
+        with torch.no_grad():
+            reference = agent.dist(torch.as_tensor(obs, dtype=torch.float32)).mean.numpy()
+        np.testing.assert_allclose(fast, reference, rtol=1e-4, atol=1e-5)
+        return fast
+
+    before = check()
+    optimizer = torch.optim.Adam(agent.parameters(), lr=1e-2, fused=True)
+    agent.dist(torch.as_tensor(obs, dtype=torch.float32)).mean.sum().backward()
+    optimizer.step()
+    after_adam = check()
+    assert not np.allclose(before, after_adam)
+    params = agent.policy_parameters()
+    vector_to_parameters(parameters_to_vector(params).detach() + 0.05, params)
+    assert not np.allclose(after_adam, check())
