@@ -38,7 +38,7 @@ class TRPOConfig(HorizonRollout):
     vf_epochs: int = 5             # vf_iters=5
     vf_minibatch_size: int = 64    # baselines fits the value in minibatches of 64
     adv_norm: bool = True          # baselines standardises advantages
-    fvp_fraction: float = 1.0      # Fisher-vector products on this random part of the batch (rllab's subsample_factor)
+    fvp_fraction: float = 0.2      # Fisher-vector products on this random part of the batch: trpo_mpi uses every 5th sample
 
     def __post_init__(self):
         check_positive(self, "num_steps", "num_envs", "max_kl", "cg_iters", "line_search_steps",

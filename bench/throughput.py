@@ -36,7 +36,8 @@ PG_ARENA_PPO = ["algo=ppo_clip", "algo.num_steps=2048", "algo.minibatch_size=64"
 # x0.8 up to 10 times, 10 critic epochs at 1e-3, target KL 0.01, GAE lambda 0.95).
 PG_ARENA_TRPO = ["algo=trpo", "algo.num_steps=2048", "algo.lam=0.95", "algo.cg_iters=15", "algo.cg_damping=0.1",
                  "algo.line_search_shrink=0.8", "algo.line_search_steps=10", "algo.vf_epochs=10",
-                 "algo.vf_minibatch_size=128", "algo.vf_lr=0.001", "algo.max_kl=0.01"]
+                 "algo.vf_minibatch_size=128", "algo.vf_lr=0.001", "algo.max_kl=0.01",
+                 "algo.fvp_fraction=1.0"]  # sb3-contrib: sub_sampling_factor=1
 SAME_NETWORK = ["suite.obs_norm=false", "suite.init=orthogonal"]
 
 
