@@ -69,6 +69,23 @@ def _ray(address: str | None = None):
 # ---------------------------------------------------------------------------------------
 # the worker side
 
+WORK_PREFIX = "pg-arena-ray-"   # + the worker's pid: the temporary run folders of attempts
+
+
+def _remove_stale_work_dirs() -> None:
+    """A worker killed mid-run cannot remove its temporary folder: the next attempt on the
+    node removes those whose worker process is gone."""
+    for path in Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}*-*"):
+        try:
+            pid = int(path.name[len(WORK_PREFIX):].split("-")[0])
+            os.kill(pid, 0)
+        except ValueError:
+            continue
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:  # alive, another user's
+            continue
+
 def train_task(run_fields: dict, files: dict[str, bytes], shared: bool) -> Iterator[tuple[str, Any]]:
     """One attempt of a run, inside a Ray worker: yields ``("started", info)``,
     ``("progress", global_step)``, ``("files", {name: bytes})`` and last ``("result", summary)``."""
@@ -82,7 +99,8 @@ def train_task(run_fields: dict, files: dict[str, bytes], shared: bool) -> Itera
     if shared:
         run_dir = run.run_dir
     else:
-        tmp = Path(tempfile.mkdtemp(prefix="pg-arena-"))
+        _remove_stale_work_dirs()
+        tmp = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
         run_dir = tmp / "run"
         run_dir.mkdir()
         for name, data in files.items():

@@ -7,10 +7,13 @@ They need a running Ray head; ``scripts/ci_ray.sh`` starts one on loopback and s
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from fault_helpers import checkpointed_pid, cli, plan_tiny, read_rows, record, same_numbers, sigkill, tiny_words, wait_for
+from harness.ray_executor import WORK_PREFIX
 from harness.results import is_done
 from harness.train import train
 
@@ -68,6 +71,8 @@ def test_killed_ray_worker_is_retried_and_resumes_from_its_checkpoint(tmp_path):
     assert rec["status"] == "done" and rec["pid"] != pid
     assert rec["resumed_from"]["global_step"] >= 256, "the retry started from step 0"
     assert [int(r["update"]) for r in read_rows(run.run_dir / "metrics.csv")] == list(range(1, 13))
+    # the killed worker's temporary run folder was removed by the retry on this node
+    assert not list(Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}{pid}-*"))
     (ref,) = plan_tiny(tmp_path / "ref", steps=3072)
     train(ref)
     same_numbers(ref.run_dir, run.run_dir)
