@@ -27,17 +27,17 @@ from harness.config import ConfigError
 @dataclass
 class TRPOConfig(HorizonRollout):
     # Defaults: OpenAI baselines trpo_mpi/run_mujoco.py, the TRPO of the PPO paper's comparison.
-    num_steps: int = 1024          # timesteps_per_batch=1024
-    lam: float = 0.98              # lam=0.98
-    max_kl: float = 0.01           # max_kl=0.01
-    cg_iters: int = 10             # cg_iters=10
-    cg_damping: float = 0.1        # cg_damping=0.1
-    line_search_shrink: float = 0.5  # baselines halves the step
-    line_search_steps: int = 10    # baselines tries 10 step sizes
-    vf_lr: float = 1e-3            # vf_stepsize=1e-3
-    vf_epochs: int = 5             # vf_iters=5
-    vf_minibatch_size: int = 64    # baselines fits the value in minibatches of 64
-    adv_norm: bool = True          # baselines standardises advantages
+    num_steps: int = 1024          # trpo_mpi: timesteps_per_batch=1024
+    lam: float = 0.98              # trpo_mpi: lam=0.98
+    max_kl: float = 0.01           # trpo_mpi: max_kl=0.01
+    cg_iters: int = 10             # trpo_mpi: cg_iters=10
+    cg_damping: float = 0.1        # trpo_mpi: cg_damping=0.1
+    line_search_shrink: float = 0.5  # trpo_mpi halves the step
+    line_search_steps: int = 10    # trpo_mpi tries 10 step sizes
+    vf_lr: float = 1e-3            # trpo_mpi: vf_stepsize=1e-3
+    vf_epochs: int = 5             # trpo_mpi: vf_iters=5
+    vf_minibatch_size: int = 64    # trpo_mpi fits the value in minibatches of 64
+    adv_norm: bool = True          # trpo_mpi standardises advantages
     fvp_fraction: float = 0.2      # Fisher-vector products on this random part of the batch: trpo_mpi uses every 5th sample
 
     def __post_init__(self):

@@ -28,20 +28,26 @@ USAGE = """usage: ./run_all.sh [key=value ...]
   checkpoint_every=20     updates between checkpoints (a killed run resumes from the last)
   results_dir=results     where results go
   preset=cleanrl          a named bundle of code-level options of the suite
+  grid=table1             a named list of settings of the suite (the paper's Table 1)
+  report=false            skip the report rendered at the end of the sweep
   algo.<option>=value     an algorithm option, e.g. algo.clip_eps=0.1 (stored as a variant)
   suite.<option>=value    a suite option, e.g. suite.obs_norm=false
+
+  ./run_all.sh help algo=ppo_clip [suite=mujoco]   every option, its default and its source
+  ./run_all.sh report [suite=mujoco] [results_dir=results]   tables, figures, HTML/Markdown report
+  ./run_all.sh compare candidate=ppo_clip+clip_eps=0.3 baseline=ppo_clip [suite=mujoco]
 """
 
 # Rough training speed of one run on one core of the development machine, for the plan's
 # time estimate only (docs/BENCHMARKS.md has the measured numbers).
-ESTIMATED_SPS = {"mujoco": 3000, "atari": 150}   # atari: ~250 ppo, ~40 trpo (CNN-bound), ~170 groups
+ESTIMATED_SPS = {"mujoco": 3000, "atari": 150,   # atari: ~250 ppo, ~40 trpo (CNN-bound), ~170 groups
+                 "llm_toy": 100}                  # llm_toy: completions per second
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in ("-h", "--help", "help"):
-        print(USAGE)
-        return 0
+        return _help(argv[1:])
     if argv and argv[0] in ("report", "compare"):
         from analysis.cli import main as analysis_main
         return analysis_main(argv)
@@ -86,12 +92,51 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         for r in elsewhere:
             print(f"  {r['run_id']}", file=sys.stderr)
+    if sweep.report:
+        _render_report(sweep, runs)
     if failed:
         print(f"\n{len(failed)} run(s) failed:", file=sys.stderr)
         for r in failed:
             print(f"  {r['run_id']}: {r['error']}", file=sys.stderr)
         return 1
     return 3 if elsewhere else 0
+
+
+def _render_report(sweep, runs) -> None:
+    """Every sweep ends with its report; a report problem never changes the sweep's exit code."""
+    try:
+        from analysis.report import render_report
+        path = render_report(sweep.results_dir, sweep.suite, steps=runs[0].steps)
+        print(f"report: {path}")
+    except Exception as exc:  # noqa: BLE001 - the runs are stored; the report can be rendered later
+        print(f"warning: the report could not be rendered ({type(exc).__name__}: {exc}); "
+              f"try ./run_all.sh report suite={sweep.suite} results_dir={sweep.results_dir}", file=sys.stderr)
+
+
+def _help(argv: list[str]) -> int:
+    """``help`` alone: the keys; ``help algo=X [suite=Y]``: X's options with the suite's defaults."""
+    if not argv:
+        print(USAGE)
+        return 0
+    try:
+        top, _, _ = split_args(argv)
+        unknown = set(top) - {"algo", "suite"}
+        if unknown:
+            raise ConfigError(f"help takes algo= and suite=; not {', '.join(sorted(unknown))}")
+        import algos
+        import suites
+        from harness.options import describe
+        suite = suites.get(top.get("suite", "mujoco"))
+        classes = {name: algos.get(name) for name in top.get("algo", "").split(",") if name}
+        print(f"suite {suite.name} (suite.<option>=value):")
+        print(describe(suite.Config, "suite."))
+        for name, cls in classes.items():
+            print(f"\n{name}, {cls.rollout} rollout (algo.<option>=value; defaults on suite {suite.name}):")
+            print(describe(cls.Config, "algo.", suite.algo_defaults.get(name)))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _print_plan(sweep, runs, todo) -> None:

@@ -34,6 +34,12 @@ EPISODE_COLUMNS = ["global_step", "episode_return", "episode_length"]
 EVAL_COLUMNS = ["global_step", "eval_return_mean", "eval_return_std", "eval_episodes"]
 METRIC_LEADING = ["update", "global_step", "wall_seconds", "sps"]
 STATUSES = ("running", "done", "failed")
+# Columns that measure time, not learning: they differ between two otherwise identical runs.
+TIMING_COLUMNS = ("wall_seconds", "sps", "collect_seconds", "update_seconds")
+
+
+def is_timing_column(name: str) -> bool:
+    return name in TIMING_COLUMNS or name.endswith("_per_s")
 
 
 def _umask() -> int:

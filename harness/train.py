@@ -84,7 +84,7 @@ def train(run: RunConfig, progress: Callable[[int], None] | None = None,
         record.update(status="done", end_time=now(), files={
             "episodes.csv": len(state.episodes), "evals.csv": len(state.evals), "metrics.csv": len(state.metrics)})
     except Exception as exc:  # the sweep goes on; this run is marked failed with where it stopped
-        record.update(status="failed", end_time=now(), failed_update=state.update,
+        record.update(status="failed", end_time=now(), failed_update=state.update + 1,
                       error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8))
         _write_rows(run_dir, state)
     record["global_step"] = state.episodes[-1]["global_step"] if state.episodes else record["global_step"]
@@ -124,13 +124,19 @@ def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, pr
     while collector.global_step < run.steps:
         if collector.global_step >= state.next_eval:
             _evaluate(suite, agent, eval_env, run, eval_seed, collector.global_step, state)
+        collect_start = time.perf_counter()
         batch, episodes, extra = _collect(collector, agent, algo, cfg)
+        # A collector may report its own per-batch numbers (LLM: generation tokens/s, KL to the reference).
+        extra.update(collector.metrics() if hasattr(collector, "metrics") else {})
+        update_start = time.perf_counter()
         state.episodes += [{"global_step": e.global_step, "episode_return": e.ret, "episode_length": e.length}
                            for e in episodes]
         if batch is None:
             metrics = {}
         else:
             metrics = algo.update(batch)
+            metrics["collect_seconds"] = round(update_start - collect_start, 4)
+            metrics["update_seconds"] = round(time.perf_counter() - update_start, 4)
             for key in WATCHED_METRICS:
                 if key in metrics and not math.isfinite(metrics[key]):
                     raise NonFiniteError(f"{key} is {metrics[key]} at update {state.update + 1}")

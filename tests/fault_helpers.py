@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TIMING = ("wall_seconds", "sps")
+from harness.results import TIMING_COLUMNS as TIMING  # noqa: E402
 
 # A tiny ppo_clip run on InvertedPendulum: 8 updates of 256 steps, 2 epochs of 4 minibatches.
 TINY_WORDS = ["suite=mujoco", "algo=ppo_clip", "env=InvertedPendulum-v5", "steps=2048", "eval_every=1024",
@@ -39,7 +39,8 @@ def plan_tiny(results_dir, *extra: str, **top):
 
 def read_rows(path: Path, drop=TIMING) -> list[dict]:
     with open(path, newline="") as f:
-        return [{k: v for k, v in row.items() if k not in drop} for row in csv.DictReader(f)]
+        return [{k: v for k, v in row.items() if k not in drop and not k.endswith("_per_s")}
+                for row in csv.DictReader(f)]
 
 
 def same_numbers(dir_a: Path, dir_b: Path) -> None:

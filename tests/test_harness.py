@@ -161,9 +161,9 @@ def test_same_seed_gives_identical_results(tmp_path):
     assert (run_a.run_dir / "evals.csv").read_bytes() == (run_b.run_dir / "evals.csv").read_bytes()
     cols, rows_a = read_csv(run_a.run_dir / "metrics.csv")
     _, rows_b = read_csv(run_b.run_dir / "metrics.csv")
-    timing = {"wall_seconds", "sps"}
-    assert [{k: v for k, v in r.items() if k not in timing} for r in rows_a] == \
-           [{k: v for k, v in r.items() if k not in timing} for r in rows_b]
+    from harness.results import is_timing_column
+    assert [{k: v for k, v in r.items() if not is_timing_column(k)} for r in rows_a] == \
+           [{k: v for k, v in r.items() if not is_timing_column(k)} for r in rows_b]
     assert len(rows_a) == 4 and cols[:4] == METRIC_LEADING
     # a different seed gives different episodes
     (run_c,) = plan(tmp_path / "c", *TINY)
