@@ -31,7 +31,8 @@ PPO_SETTINGS = dict(n_steps=2048, batch_size=64, n_epochs=10, learning_rate=3e-4
                     gae_lambda=0.95, clip_range=0.2, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5)
 PG_ARENA_PPO = ["algo=ppo_clip", "algo.num_steps=2048", "algo.minibatch_size=64", "algo.num_epochs=10",
                 "algo.lr=0.0003", "algo.gamma=0.99", "algo.lam=0.95", "algo.clip_eps=0.2", "algo.vf_coef=0.5",
-                "algo.max_grad_norm=0.5", "algo.adv_norm=minibatch"]
+                "algo.max_grad_norm=0.5", "algo.adv_norm=minibatch",
+                "algo.lr_anneal=false", "algo.clip_anneal=false"]  # SB3: constant schedules
 # sb3-contrib TRPO defaults (n_steps 2048, batch 128, cg 15 steps, damping 0.1, line search
 # x0.8 up to 10 times, 10 critic epochs at 1e-3, target KL 0.01, GAE lambda 0.95).
 PG_ARENA_TRPO = ["algo=trpo", "algo.num_steps=2048", "algo.lam=0.95", "algo.cg_iters=15", "algo.cg_damping=0.1",
