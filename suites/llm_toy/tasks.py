@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 import numpy as np
@@ -95,7 +96,7 @@ def load_tokenizer(model: str):
     return CharTokenizer()
 
 
-class Task:
+class Task(ABC):
     """A prompt distribution, demonstrations, and how a response is judged."""
 
     name: str
@@ -105,15 +106,17 @@ class Task:
     sft_steps: int              # default warm-start length (deliberately short: the start is below the ceiling)
     max_gold: float             # the best gold score a response can get
 
+    @abstractmethod
     def sample_prompt(self, rng: np.random.Generator) -> str:
-        raise NotImplementedError
+        """One prompt from the task's distribution."""
 
+    @abstractmethod
     def demonstration(self, prompt: str, rng: np.random.Generator) -> str:
-        raise NotImplementedError
+        """A supervised response for the warm start (may be deliberately noisy)."""
 
+    @abstractmethod
     def gold(self, prompt: str, response: str, has_eos: bool) -> float:
         """The true quality of a response (verifiable: 1 for an exact answer, else 0)."""
-        raise NotImplementedError
 
     @staticmethod
     def held_out(prompt: str) -> bool:
