@@ -11,8 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
+
 from algos.advantages import gae, normalize
-from algos.base import Algorithm, HorizonRollout, Metrics, check_choice, check_positive, value_loss
+from algos.base import (Algorithm, HorizonRollout, Metrics, check_choice, check_positive,
+                        explained_variance, value_loss)
 from algos.losses import aggregate, clip_fraction, clipped_surrogate
 
 
@@ -31,9 +34,14 @@ class PPOClipConfig(HorizonRollout):
     lr_anneal: bool = True           # linear decay to 0: baselines ppo1 run_mujoco.py, schedule='linear' (also CleanRL)
     clip_anneal: bool = True         # ppo1's schedule='linear' scales clip_param by the same factor (Table 5's alpha)
     max_grad_norm: float | None = None  # ppo1: no clipping; ppo2/CleanRL: 0.5
+    # after_update: one more forward pass over the batch after the epochs (exact; cheap for an MLP).
+    # last_epoch: each minibatch of the last epoch before its own step (no extra pass; how CleanRL's
+    # approx_kl and ppo2's approxkl are measured; a little below the final KL). Learning is unchanged.
+    diagnostics: str = "after_update"  # where the logged kl / entropy / explained_variance come from: after_update | last_epoch
 
     def __post_init__(self):
         check_choice("adv_norm", self.adv_norm, ("batch", "minibatch", "none"))
+        check_choice("diagnostics", self.diagnostics, ("after_update", "last_epoch"))
         check_positive(self, "lr", "num_epochs", "minibatch_size", "clip_eps", "num_envs", "num_steps")
 
 
@@ -63,7 +71,7 @@ class PPOClip(Algorithm):
         num_minibatches = max(1, math.ceil(batch.num_steps / cfg.minibatch_size))
         self.begin_epochs(batch)
 
-        metrics = Metrics()
+        metrics, last_epoch = Metrics(), LastEpochDiagnostics()
         for i, mb in enumerate(self.epochs(batch, cfg.num_epochs, num_minibatches,
                                            advantages=advantages, returns=returns)):
             if cfg.adv_norm == "minibatch":
@@ -73,15 +81,19 @@ class PPOClip(Algorithm):
             if i == 0:  # theta == theta_old here: the ratio must be 1 (catches dropout, stale logp)
                 metrics.add(first_ratio_error=(logp - mb["logp_old"]).abs().max())
             pg_loss = self.policy_loss(dist, logp, mb, clip_eps, metrics)
-            vf_loss = value_loss(self.agent.value(mb["obs"]), mb["returns"], mb["mask"],
-                                 mb["values"], clip_eps if cfg.value_clip else None)
+            values = self.agent.value(mb["obs"])
+            vf_loss = value_loss(values, mb["returns"], mb["mask"], mb["values"], clip_eps if cfg.value_clip else None)
             loss = pg_loss + cfg.vf_coef * vf_loss
             if cfg.ent_coef:
                 loss = loss - cfg.ent_coef * aggregate(dist.entropy(), mb["mask"], "token-mean")
+            if cfg.diagnostics == "last_epoch" and i >= (cfg.num_epochs - 1) * num_minibatches:
+                last_epoch.add(dist, logp, values, mb)
             self.gradient_step(self.optimizer, loss, self.params, cfg.max_grad_norm)
             metrics.add(policy_loss=pg_loss, value_loss=vf_loss)
 
-        out = metrics.means() | self.after_update_metrics(batch, returns)
+        diagnostics = (last_epoch.means() if cfg.diagnostics == "last_epoch"
+                       else self.after_update_metrics(batch, returns))
+        out = metrics.means() | diagnostics
         return self.finish_update(out | self.end_epochs(batch, out))
 
     def begin_epochs(self, batch) -> None:
@@ -90,3 +102,27 @@ class PPOClip(Algorithm):
     def end_epochs(self, batch, metrics) -> dict[str, float]:
         """Hook after the epochs (PPO-KL adapts beta here); returns extra metrics."""
         return {}
+
+
+class LastEpochDiagnostics:
+    """kl (k3 of KL(old || current)), entropy and explained variance over the last epoch's
+    minibatches, each as seen before its own gradient step (``diagnostics=last_epoch``)."""
+
+    def __init__(self):
+        self.kl, self.entropy, self.values, self.returns, self.masks = [], [], [], [], []
+
+    @torch.no_grad()
+    def add(self, dist, logp, values, mb) -> None:
+        mask = mb["mask"] if mb["mask"] is not None else torch.ones_like(logp)   # None: every step valid
+        log_ratio = logp - mb["logp_old"]
+        self.kl.append(((torch.expm1(log_ratio) - log_ratio) * mask).flatten())
+        self.entropy.append((dist.entropy() * mask).flatten())
+        self.values.append(values.detach().flatten())
+        self.returns.append(mb["returns"].flatten())
+        self.masks.append(mask.flatten())
+
+    def means(self) -> dict[str, float]:
+        mask = torch.cat(self.masks)
+        n = mask.sum()
+        return {"kl": float(torch.cat(self.kl).sum() / n), "entropy": float(torch.cat(self.entropy).sum() / n),
+                "explained_variance": explained_variance(torch.cat(self.values), torch.cat(self.returns), mask)}

@@ -7,6 +7,10 @@ An agent is a ``torch.nn.Module`` with
 - ``value(obs) -> [T, N]`` when ``has_critic``;
 - ``policy_parameters()`` / ``value_parameters()`` (TRPO steps only the former);
 - ``act(obs, rng, deterministic) -> np.ndarray``: the collection fast path, no autograd;
+- optionally ``act_and_score(obs, rng, with_value) -> (actions, log_prob, value | None)``:
+  ``act`` that also returns log pi(a|s) and V(s) (numpy, one per environment) from the same
+  forward pass, for agents whose forward pass is costly (the Atari CNN): the fixed-horizon
+  collector then skips its batched recomputation of both;
 - ``env_action(actions)``: what the environment receives (e.g. clipped to its bounds);
 - ``observe(obs)``: update input-normalisation statistics (a no-op if it has none).
 

@@ -95,9 +95,21 @@ class HorizonCollector:
         done_buf = np.zeros((T, N), dtype=np.float32)
         truncations: list[tuple[int, int, np.ndarray]] = []   # (t, env, final observation)
         episodes: list[Episode] = []
+        # An agent with act_and_score returns log pi(a|s) and V(s) from the forward pass that
+        # chose the actions (as CleanRL and SB3 collect); for the others one batched pass below
+        # computes them (cheap for an MLP, and exact under input normalisation that moves
+        # during collection).
+        scores_while_acting = hasattr(agent, "act_and_score")
+        logp_buf = np.empty((T, N), dtype=np.float32) if scores_while_acting else None
+        value_buf = np.empty((T, N), dtype=np.float32) if scores_while_acting and self.with_values else None
         for t in range(T):
             obs_buf[t] = self.obs
-            actions = agent.act(self.obs, self.rng)
+            if scores_while_acting:
+                actions, logp_buf[t], value = agent.act_and_score(self.obs, self.rng, self.with_values)
+                if value_buf is not None:
+                    value_buf[t] = value
+            else:
+                actions = agent.act(self.obs, self.rng)
             if act_buf is None:
                 act_buf = np.empty((T, *actions.shape), dtype=actions.dtype)
             act_buf[t] = actions
@@ -111,7 +123,11 @@ class HorizonCollector:
             self.obs = step.obs
 
         obs_t, act_t = torch.from_numpy(obs_buf), torch.from_numpy(act_buf)
-        logp_old, values = _policy_outputs(agent, obs_t, act_t, self.with_values)
+        if scores_while_acting:
+            logp_old = torch.from_numpy(logp_buf)
+            values = torch.from_numpy(value_buf) if value_buf is not None else None
+        else:
+            logp_old, values = _policy_outputs(agent, obs_t, act_t, self.with_values)
         rewards = torch.from_numpy(rew_buf)
         last_value = torch.zeros(N)
         if self.with_values:

@@ -375,6 +375,11 @@ def nature_cnn(in_channels: int, screen_size: int) -> nn.Sequential:
     return nn.Sequential(*convs, _orthogonal(nn.Linear(flat, 512), g), nn.ReLU())
 
 
+def _sample(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Gumbel-max: an exact sample of the categorical from the collector's generator."""
+    return (logits - np.log(-np.log(rng.random(logits.shape)))).argmax(-1)
+
+
 class AtariAgent(nn.Module):
     """Categorical policy and value on the Nature-DQN CNN; observations ``uint8 [..., 4, 84, 84]``
     are scaled by 1/255 inside the network.
@@ -488,10 +493,21 @@ class AtariAgent(nn.Module):
         with torch.inference_mode():
             h = self._encode(self.trunk, torch.from_numpy(np.ascontiguousarray(obs)))
             logits = self.policy_head(h).numpy()
-        if deterministic:
-            return logits.argmax(-1)
-        # Gumbel-max: an exact sample of the categorical from the collector's generator
-        return (logits - np.log(-np.log(rng.random(logits.shape)))).argmax(-1)
+        return logits.argmax(-1) if deterministic else _sample(logits, rng)
+
+    def act_and_score(self, obs: np.ndarray, rng: np.random.Generator, with_value: bool):
+        """``act`` plus log pi(a|s) and V(s) from the same trunk pass (harness/agent.py): the
+        collector then needs no second pass over the batch, a quarter of an update's CNN work."""
+        with torch.inference_mode():
+            frames = torch.from_numpy(np.ascontiguousarray(obs))
+            h = self._encode(self.trunk, frames)
+            log_probs = torch.log_softmax(self.policy_head(h), -1).numpy()
+            value = None
+            if with_value:
+                value_h = h if self.value_trunk is None else self._encode(self.value_trunk, frames)
+                value = self.value_head(value_h).squeeze(-1).numpy()
+        actions = _sample(log_probs, rng)
+        return actions, log_probs[np.arange(len(actions)), actions], value
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         # a checkpoint taken after the value was split off (value_network=auto) has value_trunk.*
@@ -535,6 +551,9 @@ class AtariSuite(Suite):
         "ent_coef": 0.01,         # Table 5: c2 = 0.01
         "adv_norm": "minibatch",  # baselines ppo2 (the paper's Atari code) normalises per minibatch
         "max_grad_norm": 0.5,     # baselines ppo2: gradient norm clipped at 0.5
+        # kl / entropy / explained variance logged from the last epoch's minibatches, as ppo2's
+        # approxkl: the exact after-update pass is one more CNN forward over the batch (~15% of a run)
+        "diagnostics": "last_epoch",
     }
     algo_defaults = {
         "ppo_clip": {**_TABLE5,

@@ -228,6 +228,30 @@ def test_adapt_beta_three_branches():
         assert adapt_beta(0.7, d, d_targ) == 0.7
 
 
+def test_ppo_last_epoch_diagnostics_match_the_after_update_pass_on_one_epoch():
+    # With one epoch of one minibatch, "the last epoch before its step" is the policy before the
+    # update: kl ~ 0, and entropy / explained variance are the pre-update ones over the batch.
+    agent, batch = collected_batch("ppo_clip")
+    with torch.no_grad():
+        dist = agent.dist(batch.obs)
+        entropy_before = float(dist.entropy().mean())
+    from algos.advantages import gae
+    from algos.base import explained_variance
+    _, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_value, 0.99, 0.95)
+    ev_before = explained_variance(batch.values, returns, batch.mask)
+    cfg = dict(num_epochs=1, minibatch_size=10_000, diagnostics="last_epoch", gamma=0.99, lam=0.95)
+    metrics = make_algo("ppo_clip", copy.deepcopy(agent), **cfg).update(batch)
+    assert metrics["kl"] == pytest.approx(0.0, abs=1e-10)
+    assert metrics["entropy"] == pytest.approx(entropy_before, rel=1e-5)
+    assert metrics["explained_variance"] == pytest.approx(ev_before, rel=1e-4, abs=1e-6)
+    # with more epochs the policy moves, and both modes see a positive KL of the same order
+    after = make_algo("ppo_clip", copy.deepcopy(agent), num_epochs=4, minibatch_size=32).update(batch)
+    last = make_algo("ppo_clip", copy.deepcopy(agent), num_epochs=4, minibatch_size=32,
+                     diagnostics="last_epoch").update(batch)
+    assert 0 < last["kl"] < 2 * after["kl"] and after["kl"] < 10 * last["kl"]
+    assert last["policy_loss"] == after["policy_loss"]      # the diagnostics do not change learning
+
+
 @pytest.mark.parametrize("estimator", ["analytic", "k3"])
 def test_ppo_kl_beta_doubles_when_kl_is_large(estimator):
     agent = make_agent(5)

@@ -372,6 +372,35 @@ def test_bf16_trunk_stays_close_to_fp32_and_consistent_between_batch_sizes():
     assert bf16.dist(obs).logits.dtype == torch.float32
 
 
+@pytest.mark.parametrize("value_network", ["shared", "separate"])
+def test_act_and_score_returns_the_log_prob_and_value_of_the_batched_pass(value_network):
+    # the collector stores these as logp_old / values instead of recomputing them over the batch
+    torch.manual_seed(0)
+    agent = AtariAgent(4, AtariConfig(value_network=value_network))
+    obs = np.random.default_rng(1).integers(0, 256, (8, 4, 84, 84), dtype=np.uint8)
+    actions, logp, value = agent.act_and_score(obs, np.random.default_rng(3), with_value=True)
+    assert np.array_equal(actions, agent.act(obs, np.random.default_rng(3)))   # same draw as act()
+    with torch.no_grad():
+        whole = torch.from_numpy(np.repeat(obs[None], 4, axis=0))             # [T=4, N=8]: a rollout-sized pass
+        want_logp = agent.dist(whole).log_prob(torch.from_numpy(actions).expand(4, 8))[0]
+        want_value = agent.value(whole)[0]
+    assert np.allclose(logp, want_logp.numpy(), atol=1e-5)
+    assert np.allclose(value, want_value.numpy(), atol=1e-5)
+    assert agent.act_and_score(obs, np.random.default_rng(3), with_value=False)[2] is None
+
+
+def test_horizon_collector_stores_the_acting_pass_log_probs_and_values():
+    from harness.rollout import HorizonCollector
+    torch.manual_seed(0)
+    vec = SUITE.make_vec_env("Breakout", AtariConfig(), 2)
+    agent = AtariAgent(vec.action_space.n, AtariConfig())
+    batch, _ = HorizonCollector(vec, num_steps=16, gamma=0.99, seed=0, with_values=True).collect(agent)
+    vec.close()
+    with torch.no_grad():
+        assert torch.allclose(batch.logp_old, agent.dist(batch.obs).log_prob(batch.actions), atol=1e-5)
+        assert torch.allclose(batch.values, agent.value(batch.obs), atol=1e-5)
+
+
 def test_act_samples_the_policy_and_greedy_is_its_argmax():
     torch.manual_seed(0)
     agent = AtariAgent(4, AtariConfig())
