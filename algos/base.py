@@ -45,6 +45,11 @@ def check_positive(cfg: Any, *names: str) -> None:
             raise ConfigError(f"{name}={value} must be positive")
 
 
+# Where an update's logged kl / entropy / explained_variance come from (an algorithm's
+# ``diagnostics`` option): one more pass over the batch after the update, or the last epoch.
+DIAGNOSTICS = ("after_update", "last_epoch")
+
+
 class Metrics:
     """Running means of detached scalar tensors; one host sync when read."""
 
@@ -182,6 +187,34 @@ def explained_variance(pred: Tensor, target: Tensor, mask: Tensor) -> float:
     pred, target = pred[valid], target[valid]
     var = target.var()
     return float("nan") if var == 0 else float(1 - (target - pred).var() / var)
+
+
+class LastEpochDiagnostics:
+    """``after_update_metrics`` without the extra pass (``diagnostics=last_epoch``): kl (k3 of
+    KL(old || current)), entropy and, given values, explained variance over the last epoch's
+    minibatches, each as seen before its own gradient step."""
+
+    def __init__(self):
+        self.kl, self.entropy, self.values, self.returns, self.masks = [], [], [], [], []
+
+    @torch.no_grad()
+    def add(self, dist, logp, mb, values: Tensor | None = None) -> None:
+        mask = mb["mask"] if mb["mask"] is not None else torch.ones_like(logp)   # None: every step valid
+        log_ratio = logp - mb["logp_old"]
+        self.kl.append(((torch.expm1(log_ratio) - log_ratio) * mask).flatten())
+        self.entropy.append((dist.entropy() * mask).flatten())
+        if values is not None:
+            self.values.append(values.detach().flatten())
+            self.returns.append(mb["returns"].flatten())
+        self.masks.append(mask.flatten())
+
+    def means(self) -> dict[str, float]:
+        mask = torch.cat(self.masks)
+        n = mask.sum()
+        out = {"kl": float(torch.cat(self.kl).sum() / n), "entropy": float(torch.cat(self.entropy).sum() / n)}
+        if self.values:
+            out["explained_variance"] = explained_variance(torch.cat(self.values), torch.cat(self.returns), mask)
+        return out
 
 
 def fit_value(algo: Algorithm, optimizer: torch.optim.Optimizer, batch: Batch, returns: Tensor,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algos.advantages import group_relative
-from algos.base import Algorithm, GroupRollout, Metrics, check_choice, check_positive
+from algos.base import DIAGNOSTICS, Algorithm, GroupRollout, LastEpochDiagnostics, Metrics, check_choice, check_positive
 from algos.losses import AGGREGATION_MODES, KL_ESTIMATORS, aggregate, clip_fraction, clipped_surrogate, kl_estimate
 
 
@@ -25,9 +25,11 @@ class GRPOConfig(GroupRollout):
     loss_agg: str = "seq-mean-token-mean"  # per-sequence mean, then batch mean (DeepSeekMath eq. 3)
     scale_rewards: bool = True    # divide by the group std; false = Dr. GRPO (Liu et al. 2025)
     max_grad_norm: float | None = None
+    diagnostics: str = "after_update"  # where the logged kl / entropy come from: after_update (one more pass) | last_epoch (free)
 
     def __post_init__(self):
         check_choice("loss_agg", self.loss_agg, AGGREGATION_MODES)
+        check_choice("diagnostics", self.diagnostics, DIAGNOSTICS)
         check_choice("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
         check_positive(self, "lr", "num_epochs", "num_minibatches", "clip_eps", "group_size", "num_groups")
 
@@ -64,9 +66,10 @@ class GRPO(Algorithm):
         if cfg.kl_coef:
             per_step["logp_ref"] = self.reference_logp(batch)
 
-        metrics = Metrics()
+        metrics, last_epoch = Metrics(), LastEpochDiagnostics()
         for i, mb in enumerate(self.epochs(batch, cfg.num_epochs, cfg.num_minibatches, by="column", **per_step)):
-            logp = self.agent.dist(mb["obs"]).log_prob(mb["actions"])
+            dist = self.agent.dist(mb["obs"])
+            logp = dist.log_prob(mb["actions"])
             if i == 0:
                 metrics.add(first_ratio_error=((logp - mb["logp_old"]) * mb["mask"]).abs().max())
             per_token = clipped_surrogate(logp, mb["logp_old"], mb["advantages"], eps_low, eps_high)
@@ -75,8 +78,11 @@ class GRPO(Algorithm):
                 per_token = per_token + cfg.kl_coef * kl_ref
                 metrics.add(kl_ref=aggregate(kl_ref, mb["mask"], "token-mean"))
             loss = aggregate(per_token, mb["mask"], cfg.loss_agg)
+            if cfg.diagnostics == "last_epoch" and i >= (cfg.num_epochs - 1) * cfg.num_minibatches:
+                last_epoch.add(dist, logp, mb)
             self.gradient_step(self.optimizer, loss, self.params, cfg.max_grad_norm)
             metrics.add(policy_loss=loss,
                         clip_fraction=aggregate(clip_fraction(logp, mb["logp_old"], eps_low, eps_high),
                                                 mb["mask"], "token-mean"))
-        return self.finish_update(metrics.means() | self.after_update_metrics(batch))
+        diagnostics = last_epoch.means() if cfg.diagnostics == "last_epoch" else self.after_update_metrics(batch)
+        return self.finish_update(metrics.means() | diagnostics)

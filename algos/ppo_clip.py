@@ -11,11 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
-
 from algos.advantages import gae, normalize
-from algos.base import (Algorithm, HorizonRollout, Metrics, check_choice, check_positive,
-                        explained_variance, value_loss)
+from algos.base import (DIAGNOSTICS, Algorithm, HorizonRollout, LastEpochDiagnostics, Metrics, check_choice,
+                        check_positive, value_loss)
 from algos.losses import aggregate, clip_fraction, clipped_surrogate
 
 
@@ -41,7 +39,7 @@ class PPOClipConfig(HorizonRollout):
 
     def __post_init__(self):
         check_choice("adv_norm", self.adv_norm, ("batch", "minibatch", "none"))
-        check_choice("diagnostics", self.diagnostics, ("after_update", "last_epoch"))
+        check_choice("diagnostics", self.diagnostics, DIAGNOSTICS)
         check_positive(self, "lr", "num_epochs", "minibatch_size", "clip_eps", "num_envs", "num_steps")
 
 
@@ -87,7 +85,7 @@ class PPOClip(Algorithm):
             if cfg.ent_coef:
                 loss = loss - cfg.ent_coef * aggregate(dist.entropy(), mb["mask"], "token-mean")
             if cfg.diagnostics == "last_epoch" and i >= (cfg.num_epochs - 1) * num_minibatches:
-                last_epoch.add(dist, logp, values, mb)
+                last_epoch.add(dist, logp, mb, values)
             self.gradient_step(self.optimizer, loss, self.params, cfg.max_grad_norm)
             metrics.add(policy_loss=pg_loss, value_loss=vf_loss)
 
@@ -103,26 +101,3 @@ class PPOClip(Algorithm):
         """Hook after the epochs (PPO-KL adapts beta here); returns extra metrics."""
         return {}
 
-
-class LastEpochDiagnostics:
-    """kl (k3 of KL(old || current)), entropy and explained variance over the last epoch's
-    minibatches, each as seen before its own gradient step (``diagnostics=last_epoch``)."""
-
-    def __init__(self):
-        self.kl, self.entropy, self.values, self.returns, self.masks = [], [], [], [], []
-
-    @torch.no_grad()
-    def add(self, dist, logp, values, mb) -> None:
-        mask = mb["mask"] if mb["mask"] is not None else torch.ones_like(logp)   # None: every step valid
-        log_ratio = logp - mb["logp_old"]
-        self.kl.append(((torch.expm1(log_ratio) - log_ratio) * mask).flatten())
-        self.entropy.append((dist.entropy() * mask).flatten())
-        self.values.append(values.detach().flatten())
-        self.returns.append(mb["returns"].flatten())
-        self.masks.append(mask.flatten())
-
-    def means(self) -> dict[str, float]:
-        mask = torch.cat(self.masks)
-        n = mask.sum()
-        return {"kl": float(torch.cat(self.kl).sum() / n), "entropy": float(torch.cat(self.entropy).sum() / n),
-                "explained_variance": explained_variance(torch.cat(self.values), torch.cat(self.returns), mask)}

@@ -18,6 +18,7 @@ time is excluded from the wall times. Settings are matched to TRL's defaults:
 | clip                 | epsilon=0.2                       | clip_eps=0.2                          |
 | optimiser            | AdamW, wd 0, eps 1e-8, clip 1.0   | Adam, eps 1e-5, max_grad_norm 1.0     |
 | learning rate        | --lr, constant (set here; TRL's default is linear decay) | --lr, constant |
+| logged KL / entropy  | from the training forward pass    | diagnostics=last_epoch (same; no extra pass) |
 | reward               | 1 if exact answer then EOS (read from completion_ids: TRL strips EOS from the text) | same (suite.missing_eos_score=none) |
 
 Practicalities with TRL on a CPU (seen on this machine): ``use_cpu=True`` and ``bf16=False``,
@@ -90,7 +91,8 @@ def run_pg_arena(args, suite, cfg, env) -> dict:
     cls = algos.get("grpo")
     algo_cfg = cls.Config(**{**suite.algo_defaults["grpo"], "group_size": GROUP, "num_groups": PROMPTS,
                              "num_epochs": 1, "num_minibatches": 1, "kl_coef": 0.0, "loss_agg": "token-mean",
-                             "scale_rewards": True, "clip_eps": 0.2, "lr": args.lr, "max_grad_norm": 1.0})
+                             "scale_rewards": True, "clip_eps": 0.2, "lr": args.lr, "max_grad_norm": 1.0,
+                             "diagnostics": "last_epoch"})
     torch.manual_seed(args.seed)
     agent = suite.make_agent(env, cfg)
     collector, _ = suite.make_collector(TASK, cfg, cls, algo_cfg, args.seed)

@@ -252,6 +252,19 @@ def test_ppo_last_epoch_diagnostics_match_the_after_update_pass_on_one_epoch():
     assert last["policy_loss"] == after["policy_loss"]      # the diagnostics do not change learning
 
 
+def test_grpo_last_epoch_diagnostics_on_one_epoch_are_the_pre_update_ones():
+    agent, batch = collected_batch("grpo")
+    with torch.no_grad():
+        entropy = agent.dist(batch.obs).entropy()
+        entropy_before = float((entropy * batch.mask).sum() / batch.mask.sum())
+    cfg = dict(group_size=4, num_groups=2, num_epochs=1, num_minibatches=1)
+    last = make_algo("grpo", copy.deepcopy(agent), diagnostics="last_epoch", **cfg).update(batch)
+    after = make_algo("grpo", copy.deepcopy(agent), **cfg).update(batch)
+    assert last["kl"] == pytest.approx(0.0, abs=1e-10) and after["kl"] > 0
+    assert last["entropy"] == pytest.approx(entropy_before, rel=1e-5)
+    assert last["policy_loss"] == after["policy_loss"]
+
+
 @pytest.mark.parametrize("estimator", ["analytic", "k3"])
 def test_ppo_kl_beta_doubles_when_kl_is_large(estimator):
     agent = make_agent(5)
