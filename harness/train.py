@@ -142,7 +142,9 @@ def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, pr
                     raise NonFiniteError(f"{key} is {metrics[key]} at update {state.update + 1}")
             if not all(torch.isfinite(p).all() for p in agent.parameters()):
                 raise NonFiniteError(f"non-finite parameters after update {state.update + 1}")
-            agent.observe(batch.obs[batch.mask > 0])
+            valid = batch.mask > 0
+            # a full batch is passed as a view: boolean indexing would copy every frame (Atari: 29 MB)
+            agent.observe(batch.obs.flatten(0, 1) if bool(valid.all()) else batch.obs[valid])
         state.update += 1
         state.wall_seconds = time.perf_counter() - start
         row = {"update": state.update, "global_step": collector.global_step,
