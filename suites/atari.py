@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import itertools
 import os
 from copy import deepcopy
 from dataclasses import dataclass
@@ -375,6 +376,17 @@ def nature_cnn(in_channels: int, screen_size: int) -> nn.Sequential:
     return nn.Sequential(*convs, _orthogonal(nn.Linear(flat, 512), g), nn.ReLU())
 
 
+def _trunk_on_raw_frames(trunk: nn.Sequential, frames: torch.Tensor) -> torch.Tensor:
+    """``trunk(frames / 255)``, the 1/255 applied to the first convolution's weights (8k numbers)
+    instead of to the frames (7M numbers per minibatch of 256): the same function, and one
+    full pass over the input less, forward and backward."""
+    first = trunk[0]
+    h = nn.functional.conv2d(frames, first.weight * (1.0 / 255.0), first.bias, first.stride, first.padding)
+    for layer in itertools.islice(trunk, 1, None):
+        h = layer(h)
+    return h
+
+
 def _sample(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Gumbel-max: an exact sample of the categorical from the collector's generator."""
     return (logits - np.log(-np.log(rng.random(logits.shape)))).argmax(-1)
@@ -420,11 +432,12 @@ class AtariAgent(nn.Module):
     def _encode(self, trunk: nn.Sequential, frames: torch.Tensor) -> torch.Tensor:
         # channels-last input: oneDNN's convolutions run ~1.4x faster on one core (forward and
         # backward); the weights keep the default layout (TRPO flattens them with view(-1)).
-        x = frames.contiguous(memory_format=torch.channels_last).float() * (1.0 / 255.0)
+        # One conversion from uint8 (0..255 is exact in bf16 too, so bf16 frames go straight in).
+        x = frames.to(dtype=torch.bfloat16 if self.bf16 else torch.float32, memory_format=torch.channels_last)
         if self.bf16:
             with torch.autocast(x.device.type, dtype=torch.bfloat16):
-                return trunk(x).float()
-        return trunk(x)
+                return _trunk_on_raw_frames(trunk, x).float()
+        return _trunk_on_raw_frames(trunk, x)
 
     def _features(self, trunk: nn.Sequential, obs: torch.Tensor) -> torch.Tensor:
         lead = obs.shape[:-3]
