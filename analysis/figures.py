@@ -163,6 +163,36 @@ def _learning_curves(curves, envs, labels, styles, name, title, caption, ylabel)
 
 
 # ---------------------------------------------------------------------------------------
+# over-optimisation (LLM preference tasks)
+
+@styled
+def gold_vs_proxy(evals: pd.DataFrame, env: str, labels: list[str], styles: dict[str, dict], name: str,
+                  title: str, caption: str) -> Figure:
+    """Gold and proxy (reward-model) score against KL(pi || pi_ref), the axes of Gao et al. 2023's
+    over-optimisation curves. ``evals``: one row per (label, seed, step) with columns ``kl``,
+    ``gold`` and ``proxy``. Faint dots: single runs; lines: the mean over seeds at each evaluation,
+    joined in training order."""
+    fig, axes = _figure(1, 2, figsize=(10, 3.8), sharex=True, squeeze=False)
+    for ax, column, ylabel in zip(axes[0], ("gold", "proxy"), ("gold score (held out)", "reward-model score")):
+        for label in labels:
+            runs = evals[evals["label"] == label]
+            if runs.empty:
+                continue
+            st = styles[label]
+            ax.scatter(runs["kl"], runs[column], s=8, color=st["color"], alpha=0.25, linewidth=0)
+            mean = runs.groupby("step")[["kl", column]].mean().sort_index()
+            ax.plot(mean["kl"], mean[column], marker="o", markersize=3, label=label, color=st["color"],
+                    linestyle=st["linestyle"], linewidth=1.5)
+        ax.set_xlabel("KL(π ‖ π_ref) per completion (nats)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{env}: {column}", fontsize=10)
+    axes[0][1].legend(frameon=False, fontsize=8.5, loc="best")
+    fig.suptitle(title, fontsize=12, fontweight="bold")
+    fig.tight_layout()
+    return Figure(name, title, caption, fig)
+
+
+# ---------------------------------------------------------------------------------------
 # rliable figures
 
 @styled

@@ -317,7 +317,35 @@ def _llm_sections(report: Report) -> None:
         if not t.empty:
             sec.parts.append(llm_presentable(t))
     report.section("Held-out score, KL and throughput", "llm", build)
+    report.section("Gold versus proxy reward (over-optimisation)", "gold-vs-proxy", lambda sec: _gold_vs_proxy(report, sec))
     _curve_sections(report, "eval_return_mean", "held-out score")
+
+
+def _gold_vs_proxy(report: Report, sec: Section) -> None:
+    """On the preference tasks (the ones whose evaluations log a reward-model score): held-out gold
+    score and proxy score against the KL to the reference policy, one figure per task."""
+    frame = report.results.frame
+    frame = frame[(frame["suite"] == report.suite)
+                  & frame["metric"].isin(["eval_kl_ref", "eval_return_mean", "eval_proxy_reward"])]
+    if frame.empty:
+        return
+    wide = (frame.astype({"label": str, "env": str, "metric": str})
+            .pivot_table(index=["label", "env", "seed", "step"], columns="metric", values="value", aggfunc="last")
+            .reset_index())
+    if not {"eval_kl_ref", "eval_proxy_reward"} <= set(wide.columns):
+        return
+    wide = wide.rename(columns={"eval_kl_ref": "kl", "eval_return_mean": "gold", "eval_proxy_reward": "proxy"})
+    wide = wide.dropna(subset=["kl", "gold", "proxy"])
+    labels = report.results.labels(report.suite)
+    styles = figs.label_styles(labels)
+    for env in sorted(wide["env"].unique()):
+        sec.parts.append(figs.gold_vs_proxy(
+            wide[wide["env"] == env], env, [lab for lab in labels if lab in set(wide["label"])], styles,
+            f"gold_vs_proxy_{env}", f"Gold versus proxy reward — {env}",
+            "Each held-out evaluation: the policy optimises the learned reward model (proxy); the hidden gold "
+            "score is what it was meant to learn. Over-optimisation shows as gold flattening or falling while "
+            "the proxy keeps rising with KL (Gao et al. 2023). Lines: mean over seeds at each evaluation, in "
+            "training order; dots: single runs."))
 
 
 def _generic_sections(report: Report) -> None:

@@ -546,6 +546,27 @@ def test_llm_table_and_report(tmp_path):
     assert t.loc[("rloo", "throughput"), "mean"] == pytest.approx(1100.0)
     report = build_report(tmp_path, "llm_toy", reps=REPS)
     assert not report.failures and 'id="llm"' in report.path.read_text()
+    assert 'id="gold-vs-proxy"' not in report.path.read_text()     # a verifiable task has no proxy reward
+
+
+def test_llm_report_gold_versus_proxy(tmp_path):
+    # a preference task logs the reward-model score beside the gold one: the report plots both against KL
+    for seed in range(2):
+        write_run(tmp_path, "keywords", "ppo_clip", seed, [0.0, 1.0] * 10, suite="llm_toy", evals=[0.6, 0.9, 0.7],
+                  eval_extra={"eval_kl_ref": [0.0, 2.0, 9.0], "eval_proxy_reward": [0.0, 1.0, 2.5 + seed]})
+    write_run(tmp_path, "sort", "ppo_clip", 0, [0.0, 1.0] * 10, suite="llm_toy", evals=[0.5, 0.9, 0.95],
+              eval_extra={"eval_kl_ref": [0.0, 0.5, 0.8]})
+    report = build_report(tmp_path, "llm_toy", reps=REPS)
+    assert not report.failures
+    (sec,) = [s for s in report.sections if s.anchor == "gold-vs-proxy"]
+    (figure,) = sec.parts                                       # keywords only: sort logs no proxy reward
+    assert figure.name == "gold_vs_proxy_keywords"
+    gold_ax, proxy_ax = figure.figure.axes[:2]
+    (gold_line,), (proxy_line,) = gold_ax.get_lines(), proxy_ax.get_lines()
+    np.testing.assert_allclose(gold_line.get_xdata(), [0.0, 2.0, 9.0])      # mean KL over seeds, in training order
+    np.testing.assert_allclose(gold_line.get_ydata(), [0.6, 0.9, 0.7])
+    np.testing.assert_allclose(proxy_line.get_ydata(), [0.0, 1.0, 3.0])
+    assert (report.out_dir / "gold_vs_proxy_keywords.png").exists()
 
 
 @pytest.mark.slow
