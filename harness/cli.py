@@ -10,7 +10,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from harness.config import ConfigError, parse_sweep, plan_runs, split_args
+import dataclasses
+
+from harness.config import ConfigError, parse_sweep, plan_runs, split_args, threads_per_run
 from harness.results import ResultsDirError, check_results_dir, done_problem, is_done, read_run_json
 
 USAGE = """usage: ./run_all.sh [key=value ...]
@@ -20,8 +22,9 @@ USAGE = """usage: ./run_all.sh [key=value ...]
   env=Hopper-v5           environments (default: the scale's list)
   scale=smoke|quick|paper budget preset (default: paper)
   seeds=3 steps=1000000   override the scale's seeds and steps per run
-  jobs=2                  runs in parallel, one torch thread each (default: cores;
-                          executor=ray: the cluster's CPUs)
+  jobs=2                  runs in parallel (default: cores; executor=ray: the cluster's CPUs)
+  threads=1               torch threads per run (default: cores / runs in parallel, so one
+                          each when runs fill the machine; executor=ray: 1)
   executor=local|ray      local processes (default) or one Ray task per run
   ray_address=host:port   executor=ray: an existing cluster (or auto); default a local Ray
   ray_shared=true         executor=ray: results_dir is on storage every worker sees
@@ -57,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         runs = plan_runs(sweep, algo_overrides, suite_overrides)
         results_root = Path(sweep.results_dir)
         todo = [r for r in runs if not is_done(r.run_dir)]
+        threads = threads_per_run(sweep, len(todo))
+        todo = [dataclasses.replace(r, threads=threads) for r in todo]
         check_results_dir(results_root, len(todo))
         if todo and sweep.executor == "ray":
             from harness.ray_executor import _ray
@@ -157,7 +162,8 @@ def _print_plan(sweep, runs, todo) -> None:
         elif record is None and (r.run_dir / "run.json").exists():
             print(f"  redo {r.run_id}: run.json is unreadable")
     if todo:
-        print(f"  estimated time: ~{eta_min:.0f} min with jobs={min(sweep.jobs, len(todo))} "
+        print(f"  estimated time: ~{eta_min:.0f} min with jobs={min(sweep.jobs, len(todo))}, "
+              f"{todo[0].threads} torch thread{'s' if todo[0].threads > 1 else ''} per run "
               f"(at ~{sps} steps/s per run)")
 
 

@@ -33,6 +33,7 @@ class SweepConfig:
     preset: str | None = None             # a named bundle of overrides the suite defines (e.g. cleanrl)
     grid: str | None = None               # a named list of algorithm settings the suite defines (e.g. table1)
     jobs: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))  # runs in parallel
+    threads: int | None = None            # torch threads per run; default: cores / runs in parallel (see threads_per_run)
     results_dir: str = "results"          # where run folders go
     eval_every: int | None = None         # steps between deterministic evaluations; default the scale's
     eval_episodes: int | None = None      # episodes per evaluation; default the scale's
@@ -61,6 +62,7 @@ class RunConfig:
     suite_cfg: dict[str, Any]
     results_dir: str
     device: str = "cpu"
+    threads: int = 1                      # torch intra-op threads (how fast, not what: not compared on resume)
 
     @property
     def label(self) -> str:
@@ -198,7 +200,7 @@ def parse_sweep(top: dict[str, str]) -> SweepConfig:
     if sweep.device == "auto":  # CUDA when this machine has it, else the CPU (resolved before the runs start)
         import torch
         sweep.device = "cuda" if torch.cuda.is_available() else "cpu"
-    for key in ("seeds", "steps", "jobs", "eval_every", "eval_episodes", "checkpoint_every"):
+    for key in ("seeds", "steps", "jobs", "threads", "eval_every", "eval_episodes", "checkpoint_every"):
         value = getattr(sweep, key)
         if value is not None and value <= 0:
             raise ConfigError(f"{key}={value} must be a positive integer")
@@ -210,6 +212,18 @@ def parse_sweep(top: dict[str, str]) -> SweepConfig:
     if not (g > 0 and (g <= 1 or float(g).is_integer())):
         raise ConfigError(f"ray_num_gpus={sweep.ray_num_gpus} must be a fraction in (0, 1] or a whole number")
     return sweep
+
+
+def threads_per_run(sweep: SweepConfig, runs_in_parallel: int) -> int:
+    """torch threads for each run: ``threads=`` when given; else this machine's cores shared by
+    the runs that run at once (one each when they fill the machine, as two busy processes with two
+    threads each ran 20-60x slower on 2 cores; a lone run gets every core, which halves the
+    Atari CNN's update). Ray workers sit on machines of unknown size: one thread unless given."""
+    if sweep.threads is not None:
+        return sweep.threads
+    if sweep.executor == "ray":
+        return 1
+    return max(1, (os.cpu_count() or 1) // max(1, min(sweep.jobs, runs_in_parallel)))
 
 
 def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_overrides: dict[str, str]) -> list[RunConfig]:

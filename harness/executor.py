@@ -166,8 +166,8 @@ def _die_with_parent() -> None:
 
 def _local_worker(run: RunConfig, conn) -> None:
     _die_with_parent()
-    # One torch thread per run: small MLPs are fastest on one thread, and two busy
-    # processes with two threads each ran 20-60x slower on this 2-core machine.
+    # One OpenMP thread until train() sets the run's share of the cores (run.threads, planned by
+    # threads_per_run): two busy processes with two threads each ran 20-60x slower on 2 cores.
     os.environ["OMP_NUM_THREADS"] = "1"
     import torch
     torch.set_num_threads(1)

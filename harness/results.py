@@ -89,12 +89,13 @@ def write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> str
 
 
 def comparable_config(config: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A run's config without the keys that do not change its numbers (where its folder is,
-    how often it checkpoints): a checkpoint or record moved elsewhere still matches."""
+    """A run's config without the keys that do not change what it computes (where its folder is,
+    how often it checkpoints, how many torch threads it uses): a checkpoint or record moved
+    elsewhere, or resumed by a sweep with another ``jobs=``, still matches."""
     if not isinstance(config, dict):
         return None
     # through JSON: a config read back from run.json has lists where the dataclass has tuples
-    return json.loads(json.dumps({k: v for k, v in config.items() if k not in ("results_dir", "checkpoint_every")}))
+    return json.loads(json.dumps({k: v for k, v in config.items() if k not in ("results_dir", "checkpoint_every", "threads")}))
 
 
 def now() -> str:

@@ -63,7 +63,7 @@ def train(run: RunConfig, progress: Callable[[int], None] | None = None,
     every checkpoint is on disk (the Ray executor sends the folder back to the driver then).
     ``run_dir`` overrides ``run.run_dir`` (a Ray worker trains in a temporary folder).
     """
-    torch.set_num_threads(1)
+    torch.set_num_threads(run.threads)
     seed_everything(run.seed)
     run_dir = Path(run_dir) if run_dir is not None else run.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
