@@ -64,6 +64,15 @@ def _storage_dtype(obs: np.ndarray) -> np.dtype:
     return np.dtype(np.float32) if np.issubdtype(obs.dtype, np.floating) else obs.dtype
 
 
+def _buffer_for(obs: np.ndarray, length: int) -> np.ndarray:
+    """An empty ``[length, *obs.shape]`` buffer in ``obs``'s memory order: frames that arrive
+    channels-last (``suites/atari.py``) are stored so, and the CNN reads them without a
+    transposition (see ``harness/batch.py``'s ``take_rows``)."""
+    axes = sorted(range(obs.ndim), key=lambda d: obs.strides[d], reverse=True)   # outermost first
+    physical = np.empty((length, *(obs.shape[d] for d in axes)), dtype=_storage_dtype(obs))
+    return physical.transpose(0, *(1 + axes.index(d) for d in range(obs.ndim)))
+
+
 @torch.no_grad()
 def _policy_outputs(agent, obs: torch.Tensor, actions: torch.Tensor, with_values: bool):
     logp = agent.dist(obs).log_prob(actions)
@@ -89,7 +98,7 @@ class HorizonCollector:
 
     def collect(self, agent) -> tuple[Batch, list[Episode]]:
         T, N = self.num_steps, self.vec_env.num_envs
-        obs_buf = np.empty((T, *self.obs.shape), dtype=_storage_dtype(self.obs))
+        obs_buf = _buffer_for(self.obs, T)
         act_buf = None
         rew_buf = np.zeros((T, N), dtype=np.float32)
         done_buf = np.zeros((T, N), dtype=np.float32)

@@ -401,6 +401,31 @@ def test_horizon_collector_stores_the_acting_pass_log_probs_and_values():
         assert torch.allclose(batch.values, agent.value(batch.obs), atol=1e-5)
 
 
+def test_envpool_frames_are_channels_last_and_the_network_reads_either_layout_alike():
+    """EnvpoolVecEnv hands out frames channels-last in memory (what the CNN reads; the rollout
+    stores them so); the values are the pool's, and the network's outputs do not depend on layout."""
+    import envpool
+    from suites.atari import envpool_options
+    cfg = AtariConfig()
+    vec = EnvpoolVecEnv(GAMES["Breakout"], cfg, 3)
+    obs = vec.reset(seed=5)
+    pool = envpool.make(GAMES["Breakout"].envpool_id, env_type="gymnasium", num_envs=3, batch_size=3,
+                        num_threads=1, seed=5, **envpool_options(cfg, train=True))
+    reference, _ = pool.reset()
+    assert np.array_equal(obs, reference) and obs.strides[1] == 1          # channels innermost
+    for _ in range(5):
+        obs = vec.step(np.ones(3, dtype=np.int64)).obs
+        reference = pool.step(np.ones(3, dtype=np.int32))[0]
+        assert np.array_equal(obs, reference) and obs.strides[1] == 1
+    vec.close()
+    pool.close()
+    torch.manual_seed(0)
+    agent = AtariAgent(4, cfg)
+    frames = torch.from_numpy(obs)
+    with torch.no_grad():
+        assert torch.equal(agent.dist(frames).logits, agent.dist(frames.contiguous()).logits)
+
+
 def test_act_samples_the_policy_and_greedy_is_its_argmax():
     torch.manual_seed(0)
     agent = AtariAgent(4, AtariConfig())

@@ -1,6 +1,7 @@
 """The shared harness: rollouts (truncation bootstrapping, group starts), reproducibility,
 atomic results, failure handling, configuration errors, variants, reruns."""
 import csv
+import dataclasses
 import json
 import os
 import signal
@@ -100,6 +101,60 @@ def test_horizon_collector_logp_and_values_match_the_agent():
     with torch.no_grad():
         torch.testing.assert_close(batch.logp_old, agent.dist(batch.obs).log_prob(batch.actions))
         torch.testing.assert_close(batch.values, agent.value(batch.obs))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_take_rows_equals_indexing_and_keeps_the_memory_layout(layout):
+    """The minibatch gather (index_select over the dimensions in memory order) against plain
+    indexing, on random frames in either layout and on 1-D and 2-D fields; repeats allowed."""
+    from harness.batch import take_rows
+    g = torch.Generator().manual_seed(0)
+    frames = torch.randint(0, 256, (40, 4, 6, 5), dtype=torch.uint8, generator=g)
+    if layout == "channels_last":
+        frames = frames.contiguous(memory_format=torch.channels_last)
+    index = torch.randint(0, 40, (25,), generator=g)
+    taken = take_rows(frames, index)
+    assert torch.equal(taken, frames[index])
+    assert taken.is_contiguous(memory_format=getattr(torch, "channels_last" if layout == "channels_last"
+                                                      else "contiguous_format"))
+    for field in (torch.randn(40, generator=g), torch.randn(40, 3, generator=g)):
+        assert torch.equal(take_rows(field, index), field[index])
+
+
+def test_rollout_buffer_keeps_the_observations_memory_layout():
+    """Frames that arrive channels-last are stored so (and read back equal); others stay C-ordered."""
+    from harness.rollout import _buffer_for
+    rng = np.random.default_rng(0)
+    nhwc = rng.integers(0, 256, (3, 6, 5, 4), dtype=np.uint8)
+    frames = nhwc.transpose(0, 3, 1, 2)                        # [3, 4, 6, 5], channels innermost
+    buffer = _buffer_for(frames, 7)
+    assert buffer.shape == (7, 3, 4, 6, 5) and buffer.dtype == np.uint8
+    buffer[2] = frames
+    assert np.array_equal(buffer[2], frames)
+    assert torch.from_numpy(buffer).flatten(0, 1).is_contiguous(memory_format=torch.channels_last)
+    plain = _buffer_for(rng.standard_normal((3, 11)), 5)       # float64 observations stored as float32
+    assert plain.shape == (5, 3, 11) and plain.dtype == np.float32 and plain.flags.c_contiguous
+
+
+def test_threads_per_run_shares_the_cores_among_the_runs_at_once(monkeypatch):
+    from harness.config import threads_per_run
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert threads_per_run(parse_sweep({"jobs": "8"}), 20) == 1
+    assert threads_per_run(parse_sweep({"jobs": "2"}), 20) == 4
+    assert threads_per_run(parse_sweep({"jobs": "8"}), 1) == 8      # a lone run gets every core
+    assert threads_per_run(parse_sweep({"jobs": "3"}), 5) == 2
+    assert threads_per_run(parse_sweep({"jobs": "8", "threads": "3"}), 20) == 3
+    assert threads_per_run(parse_sweep({"executor": "ray"}), 1) == 1  # workers' cores are unknown
+    with pytest.raises(ConfigError, match="threads=0"):
+        parse_sweep({"threads": "0"})
+
+
+def test_thread_count_is_not_part_of_a_runs_identity(tmp_path):
+    """A run checkpointed under one jobs= (so one thread count) resumes under another."""
+    from harness.results import comparable_config
+    (run,) = plan(tmp_path)
+    one, two = (dataclasses.asdict(dataclasses.replace(run, threads=n)) for n in (1, 2))
+    assert one != two and comparable_config(one) == comparable_config(two)
 
 
 def test_group_rollouts_start_from_identical_states():
