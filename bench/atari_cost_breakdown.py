@@ -2,12 +2,13 @@
 forward + backward (3 epochs of minibatch 256, paper Table 5) and the acting forward pass at
 batch 8, per environment step, in fp32 and in bf16 (suite.precision=bf16).
 
-    OMP_NUM_THREADS=1 .venv/bin/python bench/atari_cost_breakdown.py
+    OMP_NUM_THREADS=1 .venv/bin/python bench/atari_cost_breakdown.py [--threads 1]
 
 Run it alone on the machine. Environment stepping is measured by bench/atari_throughput.py.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -31,9 +32,12 @@ def seconds_per_call(fn, repeats: int, warmup: int = 3) -> float:
 
 
 def main() -> None:
-    torch.set_num_threads(1)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    torch.set_num_threads(parser.parse_args().threads)
     torch.manual_seed(0)
-    obs = torch.randint(0, 256, (MINIBATCH, 4, 84, 84), dtype=torch.uint8)
+    # channels-last frames, as EnvpoolVecEnv hands them out and the rollout stores them
+    obs = torch.randint(0, 256, (MINIBATCH, 4, 84, 84), dtype=torch.uint8).contiguous(memory_format=torch.channels_last)
     actions = torch.randint(0, ACTIONS, (MINIBATCH,))
     print("| precision | update fwd+bwd, minibatch 256 (ms) | per env step, 3 epochs (ms) "
           "| acting pass, batch 8 (ms) | per env step (ms) |")

@@ -5,8 +5,8 @@
 # Breakout 274.8).
 #   bash bench/atari_learning.sh [results_dir] [steps] [seeds] [key=value ...]
 # Measured here (docs/BENCHMARKS.md, 2026-12-03): two runs sharing the 2 cores, suite.precision=bf16,
-# ~540 steps/s each, so 2M steps took ~1 h; 10M steps ~5 h per run, the 6 runs ~15 h with jobs=2
-# (fp32, the default, is ~1.2-1.4x slower). Runs checkpoint: rerun the same command to resume a
+# ~540 steps/s each before frames were stored channels-last (2M steps took ~1 h), ~700 each after;
+# 10M steps ~4 h per run, the 6 runs ~12 h with jobs=2 (fp32, the default, is ~1.4x slower). Runs checkpoint: rerun the same command to resume a
 # stopped sweep. The recorded first look (one seed; extra key=value arguments go to run_all.sh):
 #   bash bench/atari_learning.sh results/bench_atari 2000000 1 suite.precision=bf16
 # The sweep ends with the summary table (last-100-episode raw scores, 95% CI over seeds) and the

@@ -2,18 +2,22 @@
 PPO at the same settings and with raw envpool stepping (the limit), in one run.
 
     .venv/bin/pip install -e ".[bench,atari]"        # stable-baselines3; envpool, ale-py, opencv
-    .venv/bin/python bench/atari_throughput.py [--steps 100000] [--env Breakout]
+    .venv/bin/python bench/atari_throughput.py [--steps 100000] [--env Breakout] [--threads N] [--rounds R]
 
-Each case runs in a fresh process with one torch thread (OMP_NUM_THREADS=1), one after the
-other; run it alone on the machine (two busy processes on two cores distort every number).
+Each case runs in a fresh process, one after the other; run it alone on the machine (two busy
+processes on two cores distort every number). Both learners get the same torch threads
+(``--threads``, default every core: what a lone pg-arena run gets from ``threads_per_run``
+and what torch gives SB3 out of the box); ``--threads 1`` compares them on one core each.
+``--rounds R`` repeats every case R times, the order rotated each round, and reports medians:
+this cloud machine's speed drifts by up to 2x within a session, so ratios are taken within a
+round (each learner against the SB3 run of the same round) and their median and range printed.
 
   (a) raw envpool: 8 Breakout games with the training preprocessing, random actions, the same
       thread pool as pg-arena's (suite.num_threads=0: min(8, cores)); and the same through
       pg-arena's EnvpoolVecEnv (same-step resets, raw-score bookkeeping);
   (b) pg-arena ppo_clip at the paper's Table 5 settings (the suite's defaults: 8 x 128 steps,
       3 epochs of minibatch 256, Adam 2.5e-4 and clip 0.1 annealed, c1 = 1, c2 = 0.01, advantages
-      normalised per minibatch, gradient norm 0.5), Nature CNN with a shared trunk; steps/s is
-      environment steps / wall seconds of the whole run (set-up and two 1-game evaluations included);
+      normalised per minibatch, gradient norm 0.5), Nature CNN with a shared trunk;
       once in fp32 (the default) and once with the trunk in bf16 autocast (suite.precision=bf16:
       fast where the CPU has AMX / AVX512-BF16, e.g. Sapphire Rapids; emulated and slow elsewhere);
   (c) Stable-Baselines3 PPO, CnnPolicy (Nature CNN, shared features, orthogonal init, Adam eps 1e-5),
@@ -24,8 +28,14 @@ other; run it alone on the machine (two busy processes on two cores distort ever
   (d) the same SB3 PPO on envpool (pg-arena's EnvpoolVecEnv behind SB3's VecEnv API), so that
       the learner alone is compared.
 
-Prints a Markdown table: steps/s, ratio to each SB3 case, share of raw envpool steps/s, and the
-mean raw score of the last 100 games (informative only at this budget).
+A learner's steps/s is the training loop's: environment steps from the end of its first update
+to the end of its last, over the wall time between (the same marks for both libraries; set-up,
+the first update's one-time kernel selection and pg-arena's evaluation games fall outside, as SB3
+runs none). The whole run's steps / wall seconds is printed beside it (pg-arena's then includes
+two 1-game evaluations that SB3 does not play).
+
+Prints a Markdown table: steps/s, ratio to each SB3 case, share of raw envpool steps/s, whole-run
+steps/s, and the mean raw score of the last 100 games (informative only at this budget).
 """
 from __future__ import annotations
 
@@ -75,13 +85,12 @@ def pg_arena_vec_env(game: str, steps: int) -> dict:
     return {"sps": len(actions) * NUM_ENVS / (time.perf_counter() - start)}
 
 
-def pg_arena(game: str, steps: int, extra: tuple[str, ...] = ()) -> dict:
+def pg_arena(game: str, steps: int, threads: int, extra: tuple[str, ...] = ()) -> dict:
+    import dataclasses
     import tempfile
 
     import ale_py  # noqa: F401  (imported before the clock starts, as SB3's case imports its stack)
     import envpool  # noqa: F401
-    import torch
-    torch.set_num_threads(1)
     from harness.config import parse_sweep, plan_runs, split_args
     from harness.summary import final_return
     from harness.train import train
@@ -90,13 +99,16 @@ def pg_arena(game: str, steps: int, extra: tuple[str, ...] = ()) -> dict:
                                        f"results_dir={tmp}", f"eval_every={steps * 10}", "eval_episodes=1",
                                        *extra])
         (run,) = plan_runs(parse_sweep(top), algo, suite)
+        run = dataclasses.replace(run, threads=threads)    # train() sets torch's threads from it
         assert (run.algo_cfg["num_envs"], run.algo_cfg["num_steps"], run.algo_cfg["minibatch_size"],
                 run.algo_cfg["num_epochs"]) == (NUM_ENVS, NUM_STEPS, MINIBATCH, EPOCHS)
+        after_update: list[tuple[float, int]] = []       # (time, global step) after every update
         start = time.perf_counter()
-        record = train(run)
+        record = train(run, progress=lambda step: after_update.append((time.perf_counter(), step)))
         wall = time.perf_counter() - start
         assert record["status"] == "done", record.get("error")
-        return {"sps": steps / wall, "final_return": final_return(run.run_dir)}
+        (t0, s0), (t1, s1) = after_update[0], after_update[-1]
+        return {"sps": (s1 - s0) / (t1 - t0), "sps_whole_run": steps / wall, "final_return": final_return(run.run_dir)}
 
 
 def sb3_envpool_env(game: str, seed: int):
@@ -148,9 +160,9 @@ def sb3_envpool_env(game: str, seed: int):
     return EnvpoolAdapter()
 
 
-def sb3(game: str, steps: int, backend: str) -> dict:
+def sb3(game: str, steps: int, threads: int, backend: str) -> dict:
     import torch
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     from stable_baselines3 import PPO
     if backend == "envpool":
         env = sb3_envpool_env(game, seed=0)
@@ -167,11 +179,32 @@ def sb3(game: str, steps: int, backend: str) -> dict:
                 learning_rate=lambda remaining: LR * remaining, clip_range=lambda remaining: CLIP * remaining,
                 ent_coef=ENT, vf_coef=VF, max_grad_norm=MAX_GRAD_NORM, gamma=GAMMA, gae_lambda=LAM,
                 normalize_advantage=True, seed=0, device="cpu", verbose=0)
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class AfterUpdate(BaseCallback):
+        """(time, steps) after every update: at the start of each rollout but the first, and at the end."""
+        def __init__(self):
+            super().__init__()
+            self.marks: list[tuple[float, int]] = []
+
+        def _on_rollout_start(self) -> None:
+            if self.num_timesteps > 0:
+                self.marks.append((time.perf_counter(), self.num_timesteps))
+
+        def _on_training_end(self) -> None:
+            self.marks.append((time.perf_counter(), self.num_timesteps))
+
+        def _on_step(self) -> bool:
+            return True
+
+    marks = AfterUpdate()
     start = time.perf_counter()
-    model.learn(steps)
+    model.learn(steps, callback=marks)
     wall = time.perf_counter() - start
+    (t0, s0), (t1, s1) = marks.marks[0], marks.marks[-1]
     scores = [e["r"] for e in model.ep_info_buffer][-100:]
-    return {"sps": steps / wall, "final_return": sum(scores) / max(1, len(scores)) if scores else None}
+    return {"sps": (s1 - s0) / (t1 - t0), "sps_whole_run": steps / wall,
+            "final_return": sum(scores) / max(1, len(scores)) if scores else None}
 
 
 CASES = {
@@ -184,19 +217,24 @@ CASES = {
 }
 
 
-def _child(case: str, game: str, steps: int) -> None:
+def _child(case: str, game: str, steps: int, threads: int) -> None:
     kind = CASES[case]
     if kind == "raw":
         result = raw_envpool(game, steps)
     elif kind == "vec":
         result = pg_arena_vec_env(game, steps)
     elif kind == "pg_arena":
-        result = pg_arena(game, steps)
+        result = pg_arena(game, steps, threads)
     elif kind == "pg_arena_bf16":
-        result = pg_arena(game, steps, ("suite.precision=bf16",))
+        result = pg_arena(game, steps, threads, ("suite.precision=bf16",))
     else:
-        result = sb3(game, steps, "envpool" if kind == "sb3_envpool" else "atari")
+        result = sb3(game, steps, threads, "envpool" if kind == "sb3_envpool" else "atari")
     print("RESULT " + json.dumps(result))
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
 
 
 def main() -> None:
@@ -204,37 +242,54 @@ def main() -> None:
     parser.add_argument("--env", default="Breakout")
     parser.add_argument("--steps", type=int, default=100_000, help="training steps per learner case")
     parser.add_argument("--raw-steps", type=int, default=200_000, help="steps of the random-action cases")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch threads of both learners")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat every case, order rotated; report medians")
     parser.add_argument("--only", nargs="*", choices=list(CASES), help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child, args.env, args.steps)
+        _child(args.child, args.env, args.steps, args.threads)
         return
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    results = {}
-    for case in args.only or CASES:
-        steps = args.raw_steps if CASES[case] in ("raw", "vec") else args.steps
-        out = subprocess.run([sys.executable, __file__, "--child", case, "--env", args.env, "--steps", str(steps)],
-                             env=env, capture_output=True, text=True, cwd=ROOT)
-        line = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
-        if out.returncode != 0 or not line:
-            sys.exit(f"{case} failed:\n{out.stderr[-3000:]}")
-        results[case] = json.loads(line[-1][7:])
-        print(f"  {case}: {results[case]['sps']:.0f} steps/s", file=sys.stderr)
-    raw = results.get("raw envpool (random actions)", {}).get("sps")
+    cases = list(args.only or CASES)
+    rounds: list[dict[str, dict]] = []
+    for r in range(args.rounds):
+        results = {}
+        for case in cases[r % len(cases):] + cases[:r % len(cases)]:
+            steps = args.raw_steps if CASES[case] in ("raw", "vec") else args.steps
+            out = subprocess.run([sys.executable, __file__, "--child", case, "--env", args.env, "--steps", str(steps),
+                                  "--threads", str(args.threads)], env=env, capture_output=True, text=True, cwd=ROOT)
+            line = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+            if out.returncode != 0 or not line:
+                sys.exit(f"{case} failed:\n{out.stderr[-3000:]}")
+            results[case] = json.loads(line[-1][7:])
+            print(f"  round {r + 1}, {case}: {results[case]['sps']:.0f} steps/s", file=sys.stderr)
+        rounds.append(results)
+    raw_case = "raw envpool (random actions)"
     peers = [c for c in ("Stable-Baselines3 PPO (make_atari_env)", "Stable-Baselines3 PPO (envpool adapter)")
-             if c in results]
+             if c in cases]
     print(f"\n{args.env}, {args.steps:,} training steps per learner run ({args.raw_steps:,} random-action steps), "
-          f"{NUM_ENVS} envs, one torch thread, one process at a time, {os.cpu_count()} cores\n")
+          f"{NUM_ENVS} envs, {args.threads} torch thread{'s' if args.threads > 1 else ''} per learner, "
+          f"one process at a time, {os.cpu_count()} cores, {args.rounds} round{'s' if args.rounds > 1 else ''}"
+          + (" (medians; ratios within a round, median [min-max])" if args.rounds > 1 else "") + "\n")
     header = ["run", "steps/s", *(f"vs {p}" for p in peers), "share of raw envpool steps/s",
-              "mean score, last 100 games"]
+              "steps/s, whole run", "mean score, last 100 games"]
     print("| " + " | ".join(header) + " |")
     print("|---|" + "---:|" * (len(header) - 1))
-    for case, r in results.items():
+
+    def ratio(case: str, peer: str) -> str:
+        xs = [rs[case]["sps"] / rs[peer]["sps"] for rs in rounds]
+        spread = f" [{min(xs):.2f}-{max(xs):.2f}]" if len(xs) > 1 else ""
+        return f"{_median(xs):.2f}x{spread}"
+
+    for case in cases:
+        sps = _median([rs[case]["sps"] for rs in rounds])
         learner = CASES[case] not in ("raw", "vec")
-        cells = [case, f"{r['sps']:.0f}", *(f"{r['sps'] / results[p]['sps']:.2f}x" if learner else "" for p in peers),
-                 f"{r['sps'] / raw:.0%}" if raw else "",
-                 f"{r['final_return']:.1f}" if r.get("final_return") is not None else ""]
+        scores = [rs[case]["final_return"] for rs in rounds if rs[case].get("final_return") is not None]
+        cells = [case, f"{sps:.0f}", *(ratio(case, p) if learner else "" for p in peers),
+                 f"{_median([rs[case]['sps'] / rs[raw_case]['sps'] for rs in rounds]):.0%}" if raw_case in cases else "",
+                 f"{_median([rs[case]['sps_whole_run'] for rs in rounds]):.0f}" if learner else "",
+                 f"{_median(scores):.1f}" if scores else ""]
         print("| " + " | ".join(cells) + " |")
 
 

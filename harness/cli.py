@@ -43,7 +43,7 @@ USAGE = """usage: ./run_all.sh [key=value ...]
 
 # Rough training speed of one run on one core of the development machine, for the plan's
 # time estimate only (docs/BENCHMARKS.md has the measured numbers).
-ESTIMATED_SPS = {"mujoco": 3000, "atari": 150,   # atari: ~250 ppo, ~40 trpo (CNN-bound), ~170 groups
+ESTIMATED_SPS = {"mujoco": 3000, "atari": 150,   # atari, one thread: ppo ~560 (fp32), ~40 trpo, ~170 groups
                  "llm_toy": 100}                  # llm_toy: completions per second
 
 
