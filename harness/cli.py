@@ -6,11 +6,10 @@ is held elsewhere) and were skipped here.
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections import Counter
 from pathlib import Path
-
-import dataclasses
 
 from harness.config import ConfigError, parse_sweep, plan_runs, split_args, threads_per_run
 from harness.results import ResultsDirError, check_results_dir, done_problem, is_done, read_run_json
