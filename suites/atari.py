@@ -23,10 +23,14 @@ Backends (``suite.backend``):
   thread pool steps all N games in parallel. envpool resets a finished environment on the *next*
   call to ``step``; ``EnvpoolVecEnv`` steps just the finished ids once more right away, so that the
   collector sees the reset observation in the same step (as ``harness/envs.py`` specifies).
-- ``gymnasium``: ale-py's ``ALE/<Game>-v5`` with gymnasium's ``AtariPreprocessing`` and
-  ``FrameStackObservation`` and the wrappers below. Always used for evaluation and for group
-  rollouts (G games reset with one seed: the same no-op count, hence the same start), and the
-  reference in the tests.
+- ``gymnasium``: ale-py's ``ALE/<Game>-v5`` with gymnasium's ``AtariPreprocessing`` and the
+  wrappers below. Always used for evaluation and for group rollouts (G games reset with one seed:
+  the same no-op count, hence the same start), and the reference in the tests.
+
+The backends stack frames alike (a new game starts from 4 copies of its first frame after FIRE; a
+game continued after a lost life keeps its earlier frames) but draw their no-ops differently: at a
+new game gymnasium takes 1-30 no-op frames and envpool 0-29 before its FIRE frame, and after a lost
+life gymnasium takes one no-op agent step (4 frames) where envpool takes 0-29 no-op frames again.
 
 Network: the Nature-DQN CNN (Mnih et al. 2015; the default of the paper's released code) with a
 policy and a value head on one shared trunk, orthogonal initialisation as baselines / CleanRL.
@@ -253,10 +257,7 @@ class EnvpoolVecEnv:
 
 class RecordScore(gym.Wrapper):
     """Sums the raw reward and counts the steps of a whole game; reports them as
-    ``info["episode"] = {"r": score, "l": length}`` at the step the game ends (or is cut).
-
-    Also returns each observation as a new array: FrameStackObservation returns one buffer that
-    it overwrites in place, so a kept observation (a truncated episode's last one) would change."""
+    ``info["episode"] = {"r": score, "l": length}`` at the step the game ends (or is cut)."""
 
     def __init__(self, env):
         super().__init__(env)
@@ -264,17 +265,19 @@ class RecordScore(gym.Wrapper):
 
     def reset(self, **kwargs):
         self.score, self.length = 0.0, 0
-        obs, info = self.env.reset(**kwargs)
-        return obs.copy(), info
+        return self.env.reset(**kwargs)
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        obs = obs.copy()
         self.score += float(reward)
         self.length += 1
         if terminated or truncated:
             info = {**info, "episode": {"r": self.score, "l": self.length}}
         return obs, reward, terminated, truncated, info
+
+
+# reset info key: this reset continued a game after a lost life (EpisodicLife), not a new game
+CONTINUED_GAME = "continued_game"
 
 
 class EpisodicLife(gym.Wrapper):
@@ -302,6 +305,8 @@ class EpisodicLife(gym.Wrapper):
             obs, _, terminated, truncated, info = self.env.step(0)
             if terminated or truncated:  # the game ended during the no-op
                 obs, info = self.env.reset()
+            else:
+                info = {**info, CONTINUED_GAME: True}
         self.game_over = False
         self.lives = self.env.unwrapped.ale.lives()
         return obs, info
@@ -311,11 +316,39 @@ class FireReset(gym.Wrapper):
     """Press FIRE after every reset (baselines' FireResetEnv), for games that wait for it."""
 
     def reset(self, **kwargs):
-        self.env.reset(**kwargs)
+        _, reset_info = self.env.reset(**kwargs)
         obs, _, terminated, truncated, info = self.env.step(1)
         if terminated or truncated:
-            obs, info = self.env.reset()
-        return obs, info
+            return self.env.reset()
+        return obs, {**info, CONTINUED_GAME: reset_info.get(CONTINUED_GAME, False)}
+
+
+class StackFrames(gym.Wrapper):
+    """The last ``k`` observations, stacked: ``[k, H, W]``, oldest first. A new game fills all k
+    with its first frame; a game continued after a lost life (EpisodicLife) pushes its first frame
+    onto the frames before. That is envpool's stacking (its Reset pushes the frame after the no-ops
+    and FIRE once, onto the whole stack at a new game), so the two backends' stacks agree at resets.
+    Each observation is a new array, so a kept one (a truncated episode's last) never changes."""
+
+    def __init__(self, env, k: int):
+        super().__init__(env)
+        box = env.observation_space
+        self.observation_space = gym.spaces.Box(np.repeat(box.low[None], k, axis=0),
+                                                np.repeat(box.high[None], k, axis=0), dtype=box.dtype)
+        self.k, self.frames = k, None
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        if info.get(CONTINUED_GAME) and self.frames is not None:
+            self.frames = np.concatenate([self.frames[1:], obs[None]])
+        else:
+            self.frames = np.repeat(obs[None], self.k, axis=0)
+        return self.frames, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.frames = np.concatenate([self.frames[1:], obs[None]])
+        return self.frames, reward, terminated, truncated, info
 
 
 class ClipReward(gym.RewardWrapper):
@@ -328,9 +361,10 @@ class ClipReward(gym.RewardWrapper):
 def make_gymnasium_env(game: Game, cfg: AtariConfig, *, episodic_life: bool, reward_clip: bool,
                        max_steps: int) -> gym.Env:
     """``ALE/<Game>-v5`` without frame skip or sticky actions, then (inner to outer) gymnasium's
-    AtariPreprocessing (no-ops, skip + max-pool, 84x84 grayscale) and FrameStackObservation, a time
-    limit of ``max_steps`` agent steps, RecordScore (the whole game's raw score), EpisodicLife, FireReset
-    and ClipReward as asked. FireReset sits outside EpisodicLife, so that every life starts with FIRE."""
+    AtariPreprocessing (no-ops, skip + max-pool, 84x84 grayscale), a time limit of ``max_steps``
+    agent steps, RecordScore (the whole game's raw score), EpisodicLife, FireReset and ClipReward as
+    asked, and StackFrames. FireReset sits outside EpisodicLife, so that every life starts with FIRE;
+    StackFrames outside FireReset, so that a game's first stack is its frame after FIRE, 4 times."""
     import ale_py
     gym.register_envs(ale_py)
     env = gym.make(game.gymnasium_id, frameskip=1, repeat_action_probability=cfg.repeat_action_probability,
@@ -340,7 +374,6 @@ def make_gymnasium_env(game: Game, cfg: AtariConfig, *, episodic_life: bool, rew
     env = gym.wrappers.AtariPreprocessing(env, noop_max=cfg.noop_max, frame_skip=cfg.frame_skip,
                                           screen_size=cfg.screen_size, terminal_on_life_loss=False,
                                           grayscale_obs=True, scale_obs=False)
-    env = gym.wrappers.FrameStackObservation(env, cfg.frame_stack)
     env = gym.wrappers.TimeLimit(env, max_episode_steps=max_steps)
     env = RecordScore(env)
     if episodic_life:
@@ -349,6 +382,7 @@ def make_gymnasium_env(game: Game, cfg: AtariConfig, *, episodic_life: bool, rew
         env = FireReset(env)
     if reward_clip:
         env = ClipReward(env)
+    env = StackFrames(env, cfg.frame_stack)
     env.atari_game, env.atari_cfg = game, cfg  # for AtariSuite.evaluate (more copies of this env)
     return env
 

@@ -158,6 +158,35 @@ def test_both_backends_give_the_same_frames_from_a_fixed_start_and_similar_stati
     assert means["envpool"][1] == pytest.approx(means["gymnasium"][1], rel=0.05), means
 
 
+def test_both_backends_stack_frames_alike_at_new_games_and_after_a_lost_life():
+    """A new game starts from 4 copies of its frame after FIRE; after a lost life the stack keeps
+    the frames before it (envpool's Reset pushes once; StackFrames does the same)."""
+    rng = np.random.default_rng(0)
+    for train in (True, False):
+        obs, _ = gym_env("Breakout", train=train).reset(seed=0)
+        assert all(np.array_equal(obs[0], obs[k]) for k in range(4)), train
+    env = gym_env("Breakout", train=True)
+    env.reset(seed=0)
+    continued = 0
+    while continued < 3:
+        obs, _, terminated, truncated, _ = env.step(int(rng.integers(4)))
+        if terminated or truncated:
+            after, _ = env.reset()                    # the game goes on with one life less
+            assert np.array_equal(after[:-1], obs[1:]) and not np.array_equal(after[-1], obs[-1])
+            continued += 1
+    vec = EnvpoolVecEnv(GAMES["Breakout"], AtariConfig(), 1)
+    before = vec.reset(seed=0)
+    assert all(np.array_equal(before[0, 0], before[0, k]) for k in range(4))
+    continued = 0
+    while continued < 3:
+        step = vec.step(rng.integers(4, size=1))
+        if step.terminated[0]:    # the step that lost the life pushed one frame, the reset another
+            assert np.array_equal(step.obs[0, :2], before[0, 2:])
+            continued += 1
+        before = step.obs
+    vec.close()
+
+
 # -- training episodes versus scored games -------------------------------------------------
 
 def test_envpool_a_lost_life_ends_a_training_episode_but_the_game_is_scored_whole():
