@@ -23,6 +23,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.locks import is_locked  # noqa: E402
 from harness.summary import LAST_EPISODES  # noqa: E402
 
 # CleanRL ppo_atari_envpool.py at 10M steps, 3 seeds, mean ± std of the last-100-episode
@@ -45,7 +46,10 @@ def run_progress(run_dir: Path, window: int) -> dict:
     windows = episodes.groupby(episodes.global_step // window).episode_return.mean()
     return {
         "game": run_dir.parts[-3], "variant": run_dir.parts[-2], "seed": run_dir.name,
-        "status": record.get("status", "?"), "budget": record.get("config", {}).get("steps"),
+        # run.json says "running" until the run ends; a run whose sweep was stopped holds no lock
+        "status": ("running" if is_locked(run_dir) else "stopped") if record.get("status") == "running"
+        else record.get("status", "?"),
+        "budget": record.get("config", {}).get("steps"),
         "step": int(last.global_step), "wall_h": float(last.wall_seconds) / 3600,
         "episodes": len(episodes),
         "last100": episodes.episode_return.tail(LAST_EPISODES).mean(),
