@@ -4,10 +4,14 @@
 # (shared/reference: Pong 20.45 +- 0.09, Breakout 211.24 +- 151.84; the paper's Table 6: Pong 20.7,
 # Breakout 274.8).
 #   bash bench/atari_learning.sh [results_dir] [steps] [seeds] [key=value ...]
-# Measured here (docs/BENCHMARKS.md, 2026-12-03): two runs sharing the 2 cores, suite.precision=bf16,
-# ~540 steps/s each before frames were stored channels-last (2M steps took ~1 h), ~700 each after;
-# 10M steps ~4 h per run, the 6 runs ~12 h with jobs=2 (fp32, the default, is ~1.4x slower). Runs checkpoint: rerun the same command to resume a
-# stopped sweep. The recorded first look (one seed; extra key=value arguments go to run_all.sh):
+# Measured here (docs/BENCHMARKS.md, 2026-12-03): two runs sharing the 2 cores,
+# suite.precision=bf16, ~540 steps/s each before frames were stored channels-last (2M steps took ~1
+# h), ~700 each after; 10M steps ~4 h per run, the 6 runs ~12 h with jobs=2 (fp32, the default, is
+# ~1.4x slower). Runs checkpoint: rerun the same command to resume a stopped sweep. A lone run (e.g.
+# env=Breakout alone) gets both cores as 2 torch threads: ~990 steps/s in bf16, 10M steps in ~2.8 h.
+# Runs still going or stopped: .venv/bin/python bench/atari_learning_progress.py [results_dir]
+# --figure PNG (scores so far, per-window means, evaluations, curves). The recorded first look (one
+# seed; extra key=value arguments go to run_all.sh):
 #   bash bench/atari_learning.sh results/bench_atari 2000000 1 suite.precision=bf16
 # The sweep ends with the summary table (last-100-episode raw scores, 95% CI over seeds) and the
 # report (results_dir/reports/atari/); each run's episodes.csv / evals.csv / metrics.csv are under
