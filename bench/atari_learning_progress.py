@@ -7,14 +7,14 @@ Runs checkpoint their CSVs as they go, so this reads runs that are still going o
 stopped as well as finished ones. Per run it prints the steps reached, the wall time, the
 mean raw score of the last 100 training games (the paper's Table 6 metric, CleanRL's
 reported score) and of all training games (the paper's Table 2 other metric), the mean per
-window of steps, and the evaluations (full games, greedy policy). The figure draws the
+window of steps, and the evaluations (full games, raw scores, the policy of
+``suite.eval_policy``: sampled by default). The figure draws the
 rolling 100-game mean against steps, with CleanRL's 10M-step score as the bar; --compare
 adds the runs of other result directories (e.g. the 2M-step schedule) as dashed lines.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.locks import is_locked  # noqa: E402
+from harness.results import read_run_json  # noqa: E402
 from harness.summary import LAST_EPISODES  # noqa: E402
 
 # CleanRL ppo_atari_envpool.py at 10M steps, 3 seeds, mean ± std of the last-100-episode
@@ -41,7 +42,7 @@ def run_progress(run_dir: Path, window: int) -> dict:
     episodes = pd.read_csv(run_dir / "episodes.csv")
     metrics = pd.read_csv(run_dir / "metrics.csv")
     evals = pd.read_csv(run_dir / "evals.csv") if (run_dir / "evals.csv").exists() else pd.DataFrame()
-    record = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    record = read_run_json(run_dir) or {}
     last = metrics.iloc[-1]
     windows = episodes.groupby(episodes.global_step // window).episode_return.mean()
     return {
@@ -87,8 +88,7 @@ def draw(results_dir: Path, compare: list[Path], figure: Path) -> None:
         for root, style in [(results_dir, "-")] + [(c, "--") for c in compare]:
             for run_dir in (d for d in run_dirs(root) if d.parts[-3] == game):
                 e = pd.read_csv(run_dir / "episodes.csv")
-                record = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
-                budget = record.get("config", {}).get("steps")
+                budget = (read_run_json(run_dir) or {}).get("config", {}).get("steps")
                 budgets.append(budget or e.global_step.max())
                 label = f"{run_dir.parts[-2]} {run_dir.name}, {budget / 1e6:g}M schedule" if budget else run_dir.name
                 ax.plot(e.global_step / 1e6, e.episode_return.rolling(LAST_EPISODES, min_periods=10).mean(), style,

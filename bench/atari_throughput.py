@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -232,11 +233,6 @@ def _child(case: str, game: str, steps: int, threads: int) -> None:
     print("RESULT " + json.dumps(result))
 
 
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="Breakout")
@@ -280,16 +276,16 @@ def main() -> None:
     def ratio(case: str, peer: str) -> str:
         xs = [rs[case]["sps"] / rs[peer]["sps"] for rs in rounds]
         spread = f" [{min(xs):.2f}-{max(xs):.2f}]" if len(xs) > 1 else ""
-        return f"{_median(xs):.2f}x{spread}"
+        return f"{statistics.median(xs):.2f}x{spread}"
 
     for case in cases:
-        sps = _median([rs[case]["sps"] for rs in rounds])
+        sps = statistics.median([rs[case]["sps"] for rs in rounds])
         learner = CASES[case] not in ("raw", "vec")
         scores = [rs[case]["final_return"] for rs in rounds if rs[case].get("final_return") is not None]
         cells = [case, f"{sps:.0f}", *(ratio(case, p) if learner else "" for p in peers),
-                 f"{_median([rs[case]['sps'] / rs[raw_case]['sps'] for rs in rounds]):.0%}" if raw_case in cases else "",
-                 f"{_median([rs[case]['sps_whole_run'] for rs in rounds]):.0f}" if learner else "",
-                 f"{_median(scores):.1f}" if scores else ""]
+                 f"{statistics.median([rs[case]['sps'] / rs[raw_case]['sps'] for rs in rounds]):.0%}" if raw_case in cases else "",
+                 f"{statistics.median([rs[case]['sps_whole_run'] for rs in rounds]):.0f}" if learner else "",
+                 f"{statistics.median(scores):.1f}" if scores else ""]
         print("| " + " | ".join(cells) + " |")
 
 
