@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from harness.config import ConfigError
+from core.errors import ConfigError
 
 _REGISTRY: dict[str, type] = {}
 

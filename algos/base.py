@@ -13,8 +13,8 @@ from typing import Any, ClassVar, Iterator
 import torch
 from torch import Tensor, nn
 
-from harness.batch import Batch
-from harness.config import ConfigError
+from core.batch import Batch
+from core.errors import ConfigError
 
 
 @dataclass
@@ -31,6 +31,16 @@ class GroupRollout:
     group_size: int = 8        # GRPO's G; the DeepSeekMath paper used 64 on language, 8 keeps MuJoCo batches small
     num_groups: int = 2
     gamma: float = 0.99        # only used where a return is discounted
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What an algorithm asks of the harness and the suites, derived from its resolved config
+    (``Algorithm.needs(cfg)``): nothing outside ``algos/`` looks at an algorithm's name or class."""
+    rollout: str          # "horizon" (N environments x T steps) or "groups" (G episodes from one state)
+    critic: bool          # a value function is trained: collection records V(s) and bootstraps
+                          # time-limit truncations with it (no untrained critic touches a return)
+    reference: bool       # a frozen copy of the starting policy is kept (KL to pi_ref)
 
 
 def check_choice(name: str, value: Any, choices: tuple) -> None:
@@ -73,14 +83,27 @@ class Algorithm(ABC):
     name: ClassVar[str]
     Config: ClassVar[type]
     rollout: ClassVar[str]                 # "horizon" or "groups"
-    uses_critic: ClassVar[bool] = False
-    uses_reference: ClassVar[bool] = False
+    uses_critic: ClassVar[bool] = False    # the defaults of ``needs``; an algorithm whose needs
+    uses_reference: ClassVar[bool] = False  # depend on its options overrides ``needs`` instead
+
+    @classmethod
+    def needs(cls, cfg: Any) -> Needs:
+        """What this algorithm with the resolved config ``cfg`` needs from the harness."""
+        return Needs(rollout=cls.rollout, critic=cls.uses_critic, reference=cls.uses_reference)
 
     def __init__(self, agent: nn.Module, cfg: Any, total_updates: int, seed: int):
         self.agent, self.cfg, self.total_updates = agent, cfg, max(1, total_updates)
+        self.requirements = self.needs(cfg)
         self.updates_done = 0
         self.generator = torch.Generator().manual_seed(seed)
-        self.reference = agent.frozen_copy() if self.uses_reference else None
+        self.reference = agent.frozen_copy() if self.requirements.reference else None
+
+    def collect(self, collector, agent) -> tuple[Batch | None, list, dict[str, float]]:
+        """One batch from the shared collector: (batch, finished episodes, extra metrics). An
+        algorithm that samples differently (DAPO's dynamic sampling) overrides this; a batch of
+        None means nothing to learn from this time (the harness logs the episodes and goes on)."""
+        batch, episodes = collector.collect(agent)
+        return batch, episodes, {}
 
     # -- pieces the subclasses combine ------------------------------------------------
 
@@ -129,7 +152,7 @@ class Algorithm(ABC):
             "kl": float(((torch.expm1(log_ratio) - log_ratio) * mask).sum() / n),
             "entropy": float((dist.entropy() * mask).sum() / n),
         }
-        if values_target is not None and self.uses_critic:
+        if values_target is not None and self.requirements.critic:
             out["explained_variance"] = explained_variance(self.agent.value(batch.obs), values_target, mask)
         return out
 

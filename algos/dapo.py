@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from algos.base import check_positive
+from algos.base import Needs, check_positive
+from core.batch import concat_columns
 from algos.grpo import GRPO, GRPOConfig
 
 
@@ -46,7 +47,6 @@ def overlong_penalty(lengths: torch.Tensor, length_limit: int, buffer: int) -> t
 class DAPO(GRPO):
     name = "dapo"
     Config = DAPOConfig
-    uses_reference = False
 
     def clip_range(self):
         return self.cfg.clip_eps_low, self.cfg.clip_eps_high
@@ -65,3 +65,27 @@ class DAPO(GRPO):
             members = batch.groups == g
             keep |= members & (scores[members].max() > scores[members].min())
         return keep
+
+    def collect(self, collector, agent):
+        """Dynamic sampling (DAPO §3.2): draw groups until ``num_groups`` of them carry a signal
+        (at most ``max_sample_batches`` draws), then trim to the batch size."""
+        cfg = self.cfg
+        kept, episodes, groups_kept, draws, dropped = [], [], 0, 0, 0
+        while groups_kept < cfg.num_groups and draws < cfg.max_sample_batches:
+            batch, eps = collector.collect(agent)
+            episodes += eps
+            draws += 1
+            keep = self.select_groups(batch)
+            dropped += int(torch.unique(batch.groups).numel() - torch.unique(batch.groups[keep]).numel())
+            if keep.any():
+                part = batch.select_columns(torch.nonzero(keep, as_tuple=True)[0])
+                kept.append(part)
+                groups_kept += int(torch.unique(part.groups).numel())
+        extra = {"sample_batches": draws, "groups_dropped": dropped}
+        if not kept:
+            return None, episodes, extra
+        batch = concat_columns(kept)
+        if groups_kept > cfg.num_groups:  # trim to the batch size, as DAPO does
+            wanted = torch.unique(batch.groups)[: cfg.num_groups]
+            batch = batch.select_columns(torch.nonzero(torch.isin(batch.groups, wanted), as_tuple=True)[0])
+        return batch, episodes, extra

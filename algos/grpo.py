@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algos.advantages import group_relative
-from algos.base import DIAGNOSTICS, Algorithm, GroupRollout, LastEpochDiagnostics, Metrics, check_choice, check_positive
+from algos.base import (DIAGNOSTICS, Algorithm, GroupRollout, LastEpochDiagnostics, Metrics, Needs, check_choice,
+                        check_positive)
 from algos.losses import AGGREGATION_MODES, KL_ESTIMATORS, aggregate, clip_fraction, clipped_surrogate, kl_estimate
 
 
@@ -38,7 +39,11 @@ class GRPO(Algorithm):
     name = "grpo"
     Config = GRPOConfig
     rollout = "groups"
-    uses_reference = True
+
+    @classmethod
+    def needs(cls, cfg):
+        # pi_ref only where the KL term is on (DAPO removes it: kl_coef 0; any kl_coef > 0 brings it back)
+        return Needs(rollout="groups", critic=False, reference=cfg.kl_coef > 0)
 
     def __init__(self, agent, cfg, total_updates: int, seed: int):
         super().__init__(agent, cfg, total_updates, seed)

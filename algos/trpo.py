@@ -21,7 +21,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from algos.advantages import gae, normalize
 from algos.base import Algorithm, HorizonRollout, Metrics, check_positive, fit_value
 from algos.losses import aggregate, importance_surrogate
-from harness.config import ConfigError
+from core.errors import ConfigError
 
 
 @dataclass

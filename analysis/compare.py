@@ -236,7 +236,7 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
     """Run the missing candidate runs, then compare (see the module docstring). ``seeds`` extends
     both candidate and baseline to seeds 0..seeds-1 (running what is missing). Raises AnalysisError
     on bad input; nothing stored is deleted or overwritten."""
-    from harness.results import is_done
+    from core.results import is_done
     out, err = out or sys.stdout, err or sys.stderr
     if candidate == baseline:
         raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")

@@ -50,7 +50,7 @@ class Figure:
 
 
 def _atomic(path: Path, data: bytes) -> None:
-    from harness.results import atomic_write_bytes
+    from core.results import atomic_write_bytes
     atomic_write_bytes(path, data)
 
 

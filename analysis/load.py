@@ -31,7 +31,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from harness.results import EPISODE_COLUMNS, EVAL_COLUMNS, is_done, read_run_json
+from core.results import EPISODE_COLUMNS, EVAL_COLUMNS, is_done, read_run_json
 
 REPORTS_DIR = "reports"          # <results_dir>/reports/<suite>/ holds rendered reports, not runs
 RUN_KEYS = ["suite", "env", "algo", "variant", "label", "seed"]
@@ -141,7 +141,7 @@ def _status(run_dir: Path, record: dict | None) -> str:
 def _damage(run_dir: Path, record: dict) -> str:
     """Why a run whose run.json says done fails ``is_done`` (files are written before that status)."""
     try:
-        from harness.results import done_problem     # the harness's own words, where it has them
+        from core.results import done_problem     # the harness's own words, where it has them
         problem = done_problem(run_dir)
         if problem:
             return problem

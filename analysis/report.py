@@ -467,7 +467,7 @@ def _part_md(part) -> str:
 
 
 def _write(report: Report) -> Path:
-    from harness.results import atomic_write_text
+    from core.results import atomic_write_text
     out = report.out_dir
     out.mkdir(parents=True, exist_ok=True)
     for sec in report.sections:

@@ -127,7 +127,7 @@ def random_scores(results_dir: str | Path, suite: str, envs: Iterable[str],
     """The random policy's score per environment, from ``<results_dir>/<suite>/random_scores.json``;
     environments not in it are measured (``measure(env_id)``, default ``measure_random_score``) and
     added. Returns (scores, problems): an environment that cannot be measured is left out and named."""
-    from harness.results import atomic_write_text
+    from core.results import atomic_write_text
     path = Path(results_dir) / suite / RANDOM_CACHE
     cache: dict = {}
     if path.exists():

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.results import EPISODE_COLUMNS, EVAL_COLUMNS, write_csv
+from core.results import EPISODE_COLUMNS, EVAL_COLUMNS, write_csv
 
 DEFAULT_ALGO_CFG = {
     "ppo_clip": {"num_envs": 1, "num_steps": 2048, "gamma": 0.99, "lr": 0.0003, "num_epochs": 10,

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.locks import is_locked  # noqa: E402
-from harness.results import read_run_json  # noqa: E402
+from core.results import read_run_json  # noqa: E402
 from harness.summary import LAST_EPISODES  # noqa: E402
 
 # CleanRL ppo_atari_envpool.py at 10M steps, 3 seeds, mean ± std of the last-100-episode

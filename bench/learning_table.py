@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.results import is_done  # noqa: E402
+from core.results import is_done  # noqa: E402
 from harness.summary import final_return  # noqa: E402
 
 # CleanRL ppo_continuous_action.py, MuJoCo v4, 1M steps, 3 seeds (Open RL Benchmark);

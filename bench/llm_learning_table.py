@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.results import is_done  # noqa: E402
+from core.results import is_done  # noqa: E402
 from suites.llm_toy.tasks import TASKS  # noqa: E402
 
 ORDER = ("reinforce", "trpo", "ppo_clip", "ppo_kl", "grpo", "rloo", "dapo")

@@ -95,7 +95,7 @@ def run_pg_arena(args, suite, cfg, env) -> dict:
                              "diagnostics": "last_epoch"})
     torch.manual_seed(args.seed)
     agent = suite.make_agent(env, cfg)
-    collector, _ = suite.make_collector(TASK, cfg, cls, algo_cfg, args.seed)
+    collector, _ = suite.make_collector(TASK, cfg, cls.needs(algo_cfg), algo_cfg, args.seed)
     algo = cls(agent, algo_cfg, total_updates=args.steps, seed=args.seed)
     curve, gen_s, tokens = [], 0.0, 0
     clock = Clock()

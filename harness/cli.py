@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.config import ConfigError, parse_sweep, plan_runs, split_args, threads_per_run
-from harness.results import ResultsDirError, check_results_dir, done_problem, is_done, read_run_json
+from core.results import ResultsDirError, check_results_dir, done_problem, is_done, read_run_json
 
 USAGE = """usage: ./run_all.sh [key=value ...]
 

@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-class ConfigError(ValueError):
-    """Bad user input; the CLI prints it on one line and exits with code 2."""
+from core.errors import ConfigError
 
 
 EXECUTORS = ("local", "ray")

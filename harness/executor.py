@@ -30,7 +30,7 @@ from typing import Any, Iterator
 
 from harness.config import RunConfig
 from harness.locks import RunLock
-from harness.results import atomic_write_text, is_done, now, read_run_json
+from core.results import atomic_write_text, is_done, now, read_run_json
 
 # Retries of a run whose worker died (each resumes from the run's checkpoint).
 RETRIES = 2

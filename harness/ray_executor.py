@@ -34,7 +34,7 @@ from typing import Any, Iterator
 
 from harness.config import ConfigError, RunConfig
 from harness.executor import RETRIES, WorkerDied, run_sweep, summarize
-from harness.results import mirror_run_dir, snapshot_run_dir
+from core.results import mirror_run_dir, snapshot_run_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "algos", "suites")

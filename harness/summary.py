@@ -6,7 +6,7 @@ import math
 from collections import defaultdict
 
 from harness.config import RunConfig
-from harness.results import is_done
+from core.results import is_done
 
 LAST_EPISODES = 100  # the PPO paper's score: mean return of the last 100 training episodes
 

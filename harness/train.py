@@ -18,9 +18,8 @@ import torch
 
 import algos
 import suites
-from harness.batch import concat_columns
 from harness.config import RunConfig
-from harness.results import (EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, atomic_write_bytes, atomic_write_text,
+from core.results import (EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, atomic_write_bytes, atomic_write_text,
                              comparable_config, git_commit, now, package_versions, read_run_json, write_csv)
 
 # Validation of distribution arguments costs a few microseconds per call in the hot loop.
@@ -111,7 +110,7 @@ def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, pr
 
     eval_env = suite.make_env(run.env, suite_cfg, train=False)
     agent = suite.make_agent(eval_env, suite_cfg).to(run.device)
-    collector, steps_per_batch = suite.make_collector(run.env, suite_cfg, algo_cls, cfg, run.seed)
+    collector, steps_per_batch = suite.make_collector(run.env, suite_cfg, algo_cls.needs(cfg), cfg, run.seed)
     algo = algo_cls(agent, cfg, total_updates=math.ceil(run.steps / steps_per_batch), seed=run.seed)
 
     checkpoint = run_dir / CHECKPOINT
@@ -125,7 +124,7 @@ def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, pr
         if collector.global_step >= state.next_eval:
             _evaluate(suite, agent, eval_env, run, eval_seed, collector.global_step, state)
         collect_start = time.perf_counter()
-        batch, episodes, extra = _collect(collector, agent, algo, cfg)
+        batch, episodes, extra = algo.collect(collector, agent)
         # A collector may report its own per-batch numbers (LLM: generation tokens/s, KL to the reference).
         extra.update(collector.metrics() if hasattr(collector, "metrics") else {})
         update_start = time.perf_counter()
@@ -165,32 +164,6 @@ def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, pr
     _evaluate(suite, agent, eval_env, run, eval_seed, collector.global_step, state)
     state.wall_seconds = time.perf_counter() - start
     record["checksums"] = _write_rows(run_dir, state)
-
-
-def _collect(collector, agent, algo, cfg):
-    """One batch; with dynamic sampling (DAPO), draw groups until enough carry a signal."""
-    if not hasattr(algo, "select_groups"):
-        batch, episodes = collector.collect(agent)
-        return batch, episodes, {}
-    kept, episodes, groups_kept, draws, dropped = [], [], 0, 0, 0
-    while groups_kept < cfg.num_groups and draws < cfg.max_sample_batches:
-        batch, eps = collector.collect(agent)
-        episodes += eps
-        draws += 1
-        keep = algo.select_groups(batch)
-        dropped += int(torch.unique(batch.groups).numel() - torch.unique(batch.groups[keep]).numel())
-        if keep.any():
-            part = batch.select_columns(torch.nonzero(keep, as_tuple=True)[0])
-            kept.append(part)
-            groups_kept += int(torch.unique(part.groups).numel())
-    extra = {"sample_batches": draws, "groups_dropped": dropped}
-    if not kept:
-        return None, episodes, extra
-    batch = concat_columns(kept)
-    if groups_kept > cfg.num_groups:  # trim to the batch size, as DAPO does
-        wanted = torch.unique(batch.groups)[: cfg.num_groups]
-        batch = batch.select_columns(torch.nonzero(torch.isin(batch.groups, wanted), as_tuple=True)[0])
-    return batch, episodes, extra
 
 
 def _evaluate(suite, agent, eval_env, run, eval_seed, global_step, state: RunState) -> None:

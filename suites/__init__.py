@@ -1,7 +1,7 @@
 """Suite registry: ``suites.get("mujoco")``."""
 from __future__ import annotations
 
-from harness.config import ConfigError
+from core.errors import ConfigError
 
 
 def _registry():

@@ -22,7 +22,7 @@ Backends (``suite.backend``):
 - ``envpool`` (default) for the training environments of fixed-horizon collection: envpool's C++
   thread pool steps all N games in parallel. envpool resets a finished environment on the *next*
   call to ``step``; ``EnvpoolVecEnv`` steps just the finished ids once more right away, so that the
-  collector sees the reset observation in the same step (as ``harness/envs.py`` specifies).
+  collector sees the reset observation in the same step (as ``core/envs.py`` specifies).
 - ``gymnasium``: ale-py's ``ALE/<Game>-v5`` with gymnasium's ``AtariPreprocessing`` and the
   wrappers below. Always used for evaluation and for group rollouts (G games reset with one seed:
   the same no-op count, hence the same start), and the reference in the tests.
@@ -55,8 +55,8 @@ from torch.distributions import Categorical
 from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.checkpoint import checkpoint
 
-from harness.config import ConfigError
-from harness.envs import VecStep
+from core.errors import ConfigError
+from core.envs import VecStep
 from suites.base import Scale, Suite
 
 DATA = Path(__file__).resolve().parent / "data" / "atari49.csv"
@@ -562,7 +562,7 @@ class AtariAgent(nn.Module):
         return logits.argmax(-1) if deterministic else _sample(logits, rng)
 
     def act_and_score(self, obs: np.ndarray, rng: np.random.Generator, with_value: bool):
-        """``act`` plus log pi(a|s) and V(s) from the same trunk pass (harness/agent.py): the
+        """``act`` plus log pi(a|s) and V(s) from the same trunk pass (core/agent.py): the
         collector then needs no second pass over the batch, a quarter of an update's CNN work."""
         with torch.inference_mode():
             frames = _frames_tensor(obs)
@@ -682,16 +682,16 @@ class AtariSuite(Suite):
     def make_vec_env(self, env_id: str, cfg: AtariConfig, num_envs: int):
         if cfg.backend == "envpool":
             return EnvpoolVecEnv(game_of(env_id), cfg, num_envs)
-        from harness.envs import ListVecEnv
+        from core.envs import ListVecEnv
         return ListVecEnv([self.make_env(env_id, cfg) for _ in range(num_envs)], episode_stats="info")
 
     def make_agent(self, env, cfg: AtariConfig) -> AtariAgent:
         return AtariAgent(int(env.action_space.n), cfg)
 
-    def make_collector(self, env_id: str, cfg: AtariConfig, algo_cls: type, algo_cfg: Any, seed: int):
-        if algo_cls.rollout == "horizon":
-            return super().make_collector(env_id, cfg, algo_cls, algo_cfg, seed)
-        from harness.rollout import GroupCollector
+    def make_collector(self, env_id: str, cfg: AtariConfig, needs: Any, algo_cfg: Any, seed: int):
+        if needs.rollout == "horizon":
+            return super().make_collector(env_id, cfg, needs, algo_cfg, seed)
+        from core.rollout import GroupCollector
         # Whole games (a group member's score is its game's), clipped rewards for the update, cut at
         # group_max_steps; reset with one seed per group, so every member starts identically.
         game = game_of(env_id)

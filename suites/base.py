@@ -42,25 +42,25 @@ class Suite(ABC):
         gives the evaluation form (e.g. Atari: whole games, raw scores)."""
 
     def make_vec_env(self, env_id: str, cfg: Any, num_envs: int):
-        """The vectorised training environments of fixed-horizon collection (``harness/envs.py``)."""
-        from harness.envs import ListVecEnv
+        """The vectorised training environments of fixed-horizon collection (``core/envs.py``)."""
+        from core.envs import ListVecEnv
         return ListVecEnv([self.make_env(env_id, cfg) for _ in range(num_envs)])
 
     @abstractmethod
     def make_agent(self, env, cfg: Any):
-        """The agent (see ``harness/agent.py``) for this environment."""
+        """The agent (see ``core/agent.py``) for this environment."""
 
-    def make_collector(self, env_id: str, cfg: Any, algo_cls: type, algo_cfg: Any, seed: int):
-        """The rollout collector the algorithm asks for, and the steps one batch takes
-        (for schedules). Fixed horizon: N environments x T steps; groups: G environments
-        reset to one shared state per group. A suite with its own notion of a rollout
-        (LLM generation) overrides this."""
-        from harness.rollout import GroupCollector, HorizonCollector, RewardScaler
-        if algo_cls.rollout == "horizon":
+    def make_collector(self, env_id: str, cfg: Any, needs: Any, algo_cfg: Any, seed: int):
+        """The rollout collector the algorithm asks for (``needs``: ``algos.base.Needs``, from the
+        algorithm's resolved config), and the steps one batch takes (for schedules). Fixed horizon:
+        N environments x T steps; groups: G environments reset to one shared state per group. A
+        suite with its own notion of a rollout (LLM generation) overrides this."""
+        from core.rollout import GroupCollector, HorizonCollector, RewardScaler
+        if needs.rollout == "horizon":
             vec_env = self.make_vec_env(env_id, cfg, algo_cfg.num_envs)
             scaler = (RewardScaler(vec_env.num_envs, algo_cfg.gamma, getattr(cfg, "reward_clip", 10.0))
                       if getattr(cfg, "reward_scale", False) else None)
-            collector = HorizonCollector(vec_env, algo_cfg.num_steps, algo_cfg.gamma, seed, algo_cls.uses_critic, scaler)
+            collector = HorizonCollector(vec_env, algo_cfg.num_steps, algo_cfg.gamma, seed, needs.critic, scaler)
             return collector, algo_cfg.num_envs * algo_cfg.num_steps
         envs = [self.make_env(env_id, cfg) for _ in range(algo_cfg.group_size)]
         limit = getattr(getattr(envs[0], "spec", None), "max_episode_steps", None)
@@ -72,7 +72,7 @@ class Suite(ABC):
         """One evaluation: ``eval_return_mean``, ``eval_return_std``, ``eval_episodes`` and any
         further columns of ``evals.csv`` the suite reports."""
         import numpy as np
-        from harness.rollout import evaluate
+        from core.rollout import evaluate
         returns = evaluate(agent, env, episodes, seed)
         return {"eval_return_mean": float(np.mean(returns)), "eval_return_std": float(np.std(returns)),
                 "eval_episodes": len(returns)}

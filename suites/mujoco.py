@@ -18,9 +18,9 @@ from torch import nn
 from torch.distributions import Categorical
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from harness.agent import RunningMeanStd
-from harness.distributions import DiagGaussian
-from harness.config import ConfigError
+from core.agent import RunningMeanStd
+from core.distributions import DiagGaussian
+from core.errors import ConfigError
 from suites.base import Scale, Suite
 
 _VERSION = operator.attrgetter("_version")

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-from harness.results import TIMING_COLUMNS as TIMING  # noqa: E402
+from core.results import TIMING_COLUMNS as TIMING  # noqa: E402
 
 # A tiny ppo_clip run on InvertedPendulum: 8 updates of 256 steps, 2 epochs of 4 minibatches.
 TINY_WORDS = ["suite=mujoco", "algo=ppo_clip", "env=InvertedPendulum-v5", "steps=2048", "eval_every=1024",

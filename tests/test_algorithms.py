@@ -12,10 +12,10 @@ from torch.distributions import kl_divergence
 import algos
 from algos.dapo import overlong_penalty
 from algos.ppo_kl import adapt_beta
-from harness.batch import Batch
-from harness.config import ConfigError
-from harness.envs import ListVecEnv
-from harness.rollout import GroupCollector, HorizonCollector
+from core.batch import Batch
+from core.errors import ConfigError
+from core.envs import ListVecEnv
+from core.rollout import GroupCollector, HorizonCollector
 from suites.mujoco import MLPAgent, MujocoConfig
 
 ALL = ("reinforce", "trpo", "ppo_clip", "ppo_kl", "grpo", "rloo", "dapo")

@@ -580,7 +580,7 @@ def test_compare_runs_real_training_runs(tmp_path, capsys):
     assert code in (0, 1, 3)
     out = capsys.readouterr().out
     assert "verdict:" in out and "InvertedPendulum-v5" in out
-    from harness.results import is_done
+    from core.results import is_done
     for seed in (0, 1):
         run = tmp_path / "mujoco" / "InvertedPendulum-v5" / "ppo_clip+num_epochs=1+num_steps=256" / f"seed{seed}"
         assert is_done(run)

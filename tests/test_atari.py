@@ -12,7 +12,7 @@ import torch
 import algos
 import suites
 from harness import cli
-from harness.config import ConfigError
+from core.errors import ConfigError
 from suites.atari import (ATARI5_IN_49, GAMES, PAPER_GAMES, AtariAgent, AtariConfig, EnvpoolVecEnv, game_of,
                           make_gymnasium_env)
 
@@ -302,7 +302,7 @@ def test_group_rollout_starts_every_member_of_a_group_identically():
     cfg = AtariConfig()
     grpo = algos.get("grpo")
     algo_cfg = grpo.Config(**{**SUITE.algo_defaults["grpo"], "group_size": 2})
-    collector, _ = SUITE.make_collector("Qbert", cfg, grpo, algo_cfg, seed=0)
+    collector, _ = SUITE.make_collector("Qbert", cfg, grpo.needs(algo_cfg), algo_cfg, seed=0)
     starts = {}
     for seed in range(5):
         obs = collector.reset_group(seed)
@@ -419,7 +419,7 @@ def test_act_and_score_returns_the_log_prob_and_value_of_the_batched_pass(value_
 
 
 def test_horizon_collector_stores_the_acting_pass_log_probs_and_values():
-    from harness.rollout import HorizonCollector
+    from core.rollout import HorizonCollector
     torch.manual_seed(0)
     vec = SUITE.make_vec_env("Breakout", AtariConfig(), 2)
     agent = AtariAgent(vec.action_space.n, AtariConfig())

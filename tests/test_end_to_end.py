@@ -7,7 +7,7 @@ import pytest
 
 import algos
 from harness import cli
-from harness.results import is_done
+from core.results import is_done
 from harness.train import train
 from helpers import plan
 

@@ -17,7 +17,7 @@ from harness import cli as cli_mod
 from harness import results as results_mod
 from harness.executor import RETRIES, WorkerDied, run_local, run_sweep
 from harness.locks import RunLock, is_locked
-from harness.results import done_problem, is_done
+from core.results import done_problem, is_done
 from harness.train import train
 
 

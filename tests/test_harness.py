@@ -18,10 +18,10 @@ import torch
 import algos
 from harness import cli
 from harness.config import ConfigError, parse_sweep, plan_runs
-from harness.envs import ListVecEnv
+from core.envs import ListVecEnv
 from harness.executor import run_local
-from harness.results import EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, is_done, read_run_json
-from harness.rollout import GroupCollector, HorizonCollector
+from core.results import EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, is_done, read_run_json
+from core.rollout import GroupCollector, HorizonCollector
 from harness.train import train
 from helpers import TINY, plan
 from suites.mujoco import MLPAgent, MujocoConfig
@@ -107,7 +107,7 @@ def test_horizon_collector_logp_and_values_match_the_agent():
 def test_take_rows_equals_indexing_and_keeps_the_memory_layout(layout):
     """The minibatch gather (index_select over the dimensions in memory order) against plain
     indexing, on random frames in either layout and on 1-D and 2-D fields; repeats allowed."""
-    from harness.batch import take_rows
+    from core.batch import take_rows
     g = torch.Generator().manual_seed(0)
     frames = torch.randint(0, 256, (40, 4, 6, 5), dtype=torch.uint8, generator=g)
     if layout == "channels_last":
@@ -123,7 +123,7 @@ def test_take_rows_equals_indexing_and_keeps_the_memory_layout(layout):
 
 def test_rollout_buffer_keeps_the_observations_memory_layout():
     """Frames that arrive channels-last are stored so (and read back equal); others stay C-ordered."""
-    from harness.rollout import _buffer_for
+    from core.rollout import _buffer_for
     rng = np.random.default_rng(0)
     nhwc = rng.integers(0, 256, (3, 6, 5, 4), dtype=np.uint8)
     frames = nhwc.transpose(0, 3, 1, 2)                        # [3, 4, 6, 5], channels innermost
@@ -151,7 +151,7 @@ def test_threads_per_run_shares_the_cores_among_the_runs_at_once(monkeypatch):
 
 def test_thread_count_is_not_part_of_a_runs_identity(tmp_path):
     """A run checkpointed under one jobs= (so one thread count) resumes under another."""
-    from harness.results import comparable_config
+    from core.results import comparable_config
     (run,) = plan(tmp_path)
     one, two = (dataclasses.asdict(dataclasses.replace(run, threads=n)) for n in (1, 2))
     assert one != two and comparable_config(one) == comparable_config(two)
@@ -216,7 +216,7 @@ def test_same_seed_gives_identical_results(tmp_path):
     assert (run_a.run_dir / "evals.csv").read_bytes() == (run_b.run_dir / "evals.csv").read_bytes()
     cols, rows_a = read_csv(run_a.run_dir / "metrics.csv")
     _, rows_b = read_csv(run_b.run_dir / "metrics.csv")
-    from harness.results import is_timing_column
+    from core.results import is_timing_column
     assert [{k: v for k, v in r.items() if not is_timing_column(k)} for r in rows_a] == \
            [{k: v for k, v in r.items() if not is_timing_column(k)} for r in rows_b]
     assert len(rows_a) == 4 and cols[:4] == METRIC_LEADING

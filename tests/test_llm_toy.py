@@ -57,7 +57,7 @@ def make(suite, env_id, cfg, name, seed=0, **algo_overrides):
     algo_cfg = cls.Config(**{**suite.algo_defaults[name], **algo_overrides})
     env = suite.make_env(env_id, cfg)
     agent = suite.make_agent(env, cfg)
-    collector, steps_per_batch = suite.make_collector(env_id, cfg, cls, algo_cfg, seed)
+    collector, steps_per_batch = suite.make_collector(env_id, cfg, cls.needs(algo_cfg), algo_cfg, seed)
     return env, agent, collector, cls(agent, algo_cfg, total_updates=10, seed=seed)
 
 

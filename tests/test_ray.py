@@ -14,7 +14,7 @@ import pytest
 
 from fault_helpers import checkpointed_pid, cli, plan_tiny, read_rows, record, same_numbers, sigkill, tiny_words, wait_for
 from harness.ray_executor import WORK_PREFIX
-from harness.results import is_done
+from core.results import is_done
 from harness.train import train
 
 ADDRESS = os.environ.get("PG_ARENA_RAY_ADDRESS")

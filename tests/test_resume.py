@@ -13,8 +13,8 @@ import pytest
 
 import harness.train as train_mod
 from fault_helpers import ROOT, checkpointed_pid, env_for_subprocess, plan_tiny, record, same_numbers, sigkill, wait_for
-from harness.envs import ListVecEnv, env_state, load_env_state
-from harness.results import is_done
+from core.envs import ListVecEnv, env_state, load_env_state
+from core.results import is_done
 from harness.train import CheckpointError, read_checkpoint, train
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from harness.config import ConfigError
+from core.errors import ConfigError
 from suites.base import Scale, Suite
 from suites.llm_toy.tasks import PREFERENCE, TASKS, VERIFIABLE
 
@@ -292,10 +292,10 @@ class LLMToySuite(Suite):
     def make_agent(self, env: TaskEnv, cfg: LLMToyConfig):
         return env.new_agent()
 
-    def make_collector(self, env_id, cfg, algo_cls, algo_cfg, seed):
+    def make_collector(self, env_id, cfg, needs, algo_cfg, seed):
         from suites.llm_toy.collect import LLMCollector
         env = self._task_env(env_id, cfg)
-        if algo_cls.rollout == "groups":
+        if needs.rollout == "groups":
             collector = LLMCollector(env, "groups", algo_cfg.num_groups, algo_cfg.group_size, seed)
             return collector, algo_cfg.num_groups * algo_cfg.group_size
         collector = LLMCollector(env, "horizon", algo_cfg.num_envs, 1, seed)

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from harness.batch import Batch
-from harness.rollout import Episode
+from core.batch import Batch
+from core.rollout import Episode
 
 
 def per_token_rewards(scores: Tensor, logp: Tensor, logp_ref: Tensor, mask: Tensor, kl_coef: float) -> Tensor:

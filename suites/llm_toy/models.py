@@ -2,7 +2,7 @@
 local checkpoint), the agent that exposes them to the algorithms, KV-cache generation,
 and the scalar-head models (reward model, value model).
 
-Layout of an LLM batch (``harness/batch.py``): a column is one completion, a step one
+Layout of an LLM batch (``core/batch.py``): a column is one completion, a step one
 response token. ``obs[t, n]`` is the whole token row of completion ``n`` (the prompt
 left-padded to ``P`` tokens, then the response right-padded with PAD), the same for every
 ``t`` (an expanded view: no copies), so the agent runs the transformer once over
@@ -148,7 +148,7 @@ def _kl_sequence_categorical(p: SequenceCategorical, q: SequenceCategorical) -> 
 
 
 class LMAgent(nn.Module):
-    """The agent contract (``harness/agent.py``) for a causal LM and its value model.
+    """The agent contract (``core/agent.py``) for a causal LM and its value model.
 
     ``obs [R, N, L]`` (token rows, see the module docstring) -> ``dist(obs)`` over the ``R``
     response positions; ``value(obs) [R, N]`` = V(prompt + response[:t]) from the value

@@ -1,6 +1,6 @@
 """Rollout collection, shared by every algorithm: fixed horizon and groups; evaluation.
 
-Fixed-horizon collection steps a vectorised environment (``harness/envs.py``); group
+Fixed-horizon collection steps a vectorised environment (``core/envs.py``); group
 collection steps plain gymnasium-API environments (``reset(seed=)``, ``step``), so that
 each group can be reset to one shared state.
 Actions come from the agent's NumPy fast path; log-probabilities and values are then
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from harness.batch import Batch
+from core.batch import Batch
 
 
 @dataclass
@@ -67,7 +67,7 @@ def _storage_dtype(obs: np.ndarray) -> np.dtype:
 def _buffer_for(obs: np.ndarray, length: int) -> np.ndarray:
     """An empty ``[length, *obs.shape]`` buffer in ``obs``'s memory order: frames that arrive
     channels-last (``suites/atari.py``) are stored so, and the CNN reads them without a
-    transposition (see ``harness/batch.py``'s ``take_rows``)."""
+    transposition (see ``core/batch.py``'s ``take_rows``)."""
     axes = sorted(range(obs.ndim), key=lambda d: obs.strides[d], reverse=True)   # outermost first
     physical = np.empty((length, *(obs.shape[d] for d in axes)), dtype=_storage_dtype(obs))
     return physical.transpose(0, *(1 + axes.index(d) for d in range(obs.ndim)))
@@ -154,7 +154,7 @@ class HorizonCollector:
     def state_dict(self):
         # The environments are mid-episode between batches: their state and the current
         # observations are part of the resume point (None where the vectorised environment
-        # cannot save its state; see harness/envs.py).
+        # cannot save its state; see core/envs.py).
         saves_env = hasattr(self.vec_env, "state_dict")
         return {"rng": self.rng.bit_generator.state, "global_step": self.global_step,
                 "reward_scaler": self.reward_scaler.state_dict() if self.reward_scaler else None,
