@@ -2,6 +2,7 @@
 frames), training versus scored episodes, group starts, the network, and a smoke run of every
 algorithm."""
 import csv
+import dataclasses
 import json
 
 import cv2
@@ -15,6 +16,7 @@ from harness import cli
 from core.errors import ConfigError
 from suites.atari import (ATARI5_IN_49, GAMES, PAPER_GAMES, AtariAgent, AtariConfig, EnvpoolVecEnv, game_of,
                           make_gymnasium_env)
+from suites.atari.agent import _frames_tensor, _sample
 
 SUITE = suites.get("atari")
 # A fixed start (exactly one no-op frame, no FIRE) makes both backends deterministic and comparable.
@@ -418,6 +420,64 @@ def test_act_and_score_returns_the_log_prob_and_value_of_the_batched_pass(value_
     assert agent.act_and_score(obs, np.random.default_rng(3), with_value=False)[2] is None
 
 
+@pytest.mark.parametrize("value_network", ["shared", "separate"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_act_and_score_on_the_cpu_is_the_plain_cpu_pass_bit_for_bit(value_network, precision):
+    """The device-aware acting pass computes on the CPU exactly what the CPU-only one did: the
+    frames as given (no copy), one trunk pass, log-softmax, the Gumbel-max draw from the rng."""
+    torch.manual_seed(0)
+    agent = AtariAgent(6, AtariConfig(value_network=value_network, precision=precision))
+    obs = np.random.default_rng(1).integers(0, 256, (8, 4, 84, 84), dtype=np.uint8)
+    for frames in (obs, torch.from_numpy(obs).contiguous(memory_format=torch.channels_last).numpy()):
+        actions, logp, value = agent.act_and_score(frames, np.random.default_rng(3), with_value=True)
+        with torch.inference_mode():          # the computation before the agent knew its device
+            x = torch.from_numpy(frames)
+            h = agent._encode(agent.trunk, x)
+            want_log_probs = torch.log_softmax(agent.policy_head(h), -1).numpy()
+            value_h = h if agent.value_trunk is None else agent._encode(agent.value_trunk, x)
+            want_value = agent.value_head(value_h).squeeze(-1).numpy()
+        want_actions = _sample(want_log_probs, np.random.default_rng(3))
+        assert np.array_equal(actions, want_actions) and actions.dtype == want_actions.dtype
+        assert np.array_equal(logp, want_log_probs[np.arange(8), want_actions]) and logp.dtype == np.float32
+        assert np.array_equal(value, want_value) and value.dtype == np.float32
+        assert isinstance(actions, np.ndarray) and isinstance(logp, np.ndarray) and isinstance(value, np.ndarray)
+
+
+def test_agent_device_follows_its_parameters_and_frames_go_there_without_a_cpu_copy():
+    agent = AtariAgent(4, AtariConfig())
+    assert agent.device == torch.device("cpu") and isinstance(agent.device, torch.device)
+    obs = np.zeros((2, 4, 84, 84), dtype=np.uint8)
+    frames = _frames_tensor(obs, agent.device)
+    assert frames.data_ptr() == obs.ctypes.data                      # shares the numpy frames' memory
+    readonly = obs.copy()
+    readonly.flags.writeable = False
+    assert torch.equal(_frames_tensor(readonly, agent.device), frames)
+    agent.to("meta")                                                 # a device without data: only placement
+    assert agent.device == torch.device("meta")
+    agent.value_parameters()                                         # value_network=auto: the value's own CNN
+    assert {p.device for p in agent.parameters()} == {torch.device("meta")}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_act_and_score_on_cuda_matches_the_cpu():
+    torch.manual_seed(0)
+    cpu = AtariAgent(4, AtariConfig(value_network="separate"))
+    gpu = AtariAgent(4, AtariConfig(value_network="separate"))
+    gpu.load_state_dict(cpu.state_dict())
+    gpu.to("cuda")
+    assert gpu.device.type == "cuda"
+    obs = np.random.default_rng(1).integers(0, 256, (8, 4, 84, 84), dtype=np.uint8)
+    want = cpu.act_and_score(obs, np.random.default_rng(3), with_value=True)
+    got = gpu.act_and_score(obs, np.random.default_rng(3), with_value=True)
+    assert all(isinstance(a, np.ndarray) for a in got)
+    assert np.array_equal(got[0], want[0])
+    assert np.allclose(got[1], want[1], atol=1e-4) and np.allclose(got[2], want[2], atol=1e-4)
+    assert np.array_equal(gpu.act(obs, np.random.default_rng(3), deterministic=True),
+                          cpu.act(obs, np.random.default_rng(3), deterministic=True))
+    with torch.no_grad():                # dist / value take CPU tensors too (moved to the agent's device)
+        assert torch.allclose(gpu.value(torch.from_numpy(obs)).cpu(), cpu.value(torch.from_numpy(obs)), atol=1e-4)
+
+
 def test_horizon_collector_stores_the_acting_pass_log_probs_and_values():
     from core.rollout import HorizonCollector
     torch.manual_seed(0)
@@ -482,11 +542,58 @@ def test_defaults_follow_the_papers_table5():
         algos.get(name).Config(**SUITE.algo_defaults.get(name, {}))
 
 
+# one bad value per option, and what its error must name (the valid choices or range)
+BAD_OPTIONS = [
+    ("backend", "sdl", ["envpool", "gymnasium"]),
+    ("value_network", "copy", ["auto", "shared", "separate"]),
+    ("precision", "fp16", ["fp32", "bf16"]),
+    ("eval_policy", "epsilon", ["sample", "greedy"]),
+    ("episodic_life", "yes", ["true", "false"]),
+    ("fire_reset", 1, ["true", "false"]),
+    ("reward_clip", None, ["true", "false"]),
+    ("num_threads", -1, [">= 0"]),
+    ("num_threads", 2.5, [">= 0"]),
+    ("noop_max", 0, [">= 1"]),
+    ("frame_skip", 0, [">= 1"]),
+    ("frame_skip", True, [">= 1"]),
+    ("frame_stack", -4, [">= 1"]),
+    ("screen_size", 35, [">= 36"]),
+    ("max_episode_steps", 0, [">= 1"]),
+    ("group_max_steps", "4500", [">= 1"]),
+    ("repeat_action_probability", 1.0, ["[0, 1)"]),
+    ("repeat_action_probability", -0.1, ["[0, 1)"]),
+    ("repeat_action_probability", "0.25", ["[0, 1)"]),
+]
+
+
+@pytest.mark.parametrize("name, value, named", BAD_OPTIONS, ids=[f"{n}={v!r}" for n, v, _ in BAD_OPTIONS])
+def test_every_bad_option_value_is_a_config_error_naming_the_valid_ones(name, value, named):
+    with pytest.raises(ConfigError) as err:
+        AtariConfig(**{name: value})
+    message = str(err.value)
+    assert f"suite.{name}=" in message and all(choice in message for choice in named), message
+
+
+def test_every_option_is_validated_and_the_limits_are_valid():
+    fields = {f.name for f in dataclasses.fields(AtariConfig)}
+    assert fields == {name for name, _, _ in BAD_OPTIONS}
+    # the least valid values make a config, and a network where the frames are involved
+    AtariConfig(noop_max=1, frame_skip=1, frame_stack=1, screen_size=36, max_episode_steps=1, group_max_steps=1,
+                num_threads=0, repeat_action_probability=0.0, backend="gymnasium", value_network="separate",
+                precision="bf16", eval_policy="greedy", episodic_life=False, fire_reset=False, reward_clip=False)
+    agent = AtariAgent(3, AtariConfig(frame_stack=1, screen_size=36))
+    assert agent.dist(torch.zeros(2, 1, 36, 36, dtype=torch.uint8)).logits.shape == (2, 3)
+    AtariConfig(num_threads=np.int64(2), repeat_action_probability=0.25)
+
+
 def test_bad_atari_input_is_a_clear_error(tmp_path, capsys):
     assert cli.main(["suite=atari", "env=Pacman", f"results_dir={tmp_path}"]) == 2
     assert "Pacman" in capsys.readouterr().err
     assert cli.main(["suite=atari", "env=Pong", "suite.backend=sdl", f"results_dir={tmp_path}"]) == 2
     assert "envpool" in capsys.readouterr().err
+    # an option no run can use fails at planning
+    assert cli.main(["suite=atari", "env=Pong", "suite.screen_size=32", f"results_dir={tmp_path}"]) == 2
+    assert "suite.screen_size=32" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
 
 
