@@ -109,12 +109,14 @@ def leave_one_out(scores: Tensor, groups: Tensor) -> Tensor:
     return torch.where(k > 1, scores - baseline, torch.zeros_like(scores)).to(torch.float32)
 
 
-def normalize(x: Tensor, mask: Tensor | None = None, eps: float = 1e-8) -> Tensor:
-    """Whiten ``x`` to zero mean and unit std over the valid entries (``mask == 1``)."""
+def normalize(x: Tensor, mask: Tensor | None = None, eps: float = 1e-8, center: bool = True) -> Tensor:
+    """Whiten ``x`` over the valid entries (``mask == 1``): ``(x - mean) / (std + eps)``, or
+    ``x / (std + eps)`` with ``center=False`` (subtracting the batch mean is itself a baseline;
+    an estimator without one must only be scaled). ``std`` is the sample std (ddof = 1)."""
     if mask is None:
-        return (x - x.mean()) / (x.std() + eps)
+        return ((x - x.mean()) if center else x) / (x.std() + eps)
     m = mask.to(x.dtype)
     n = m.sum()
     mean = (x * m).sum() / n
     var = (((x - mean) * m) ** 2).sum() / (n - 1).clamp(min=1)
-    return (x - mean) / (var.sqrt() + eps) * m
+    return ((x - mean) if center else x) / (var.sqrt() + eps) * m

@@ -8,11 +8,13 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 import torch
 from torch import Tensor, nn
 
+from algos.advantages import normalize
+from algos.losses import aggregate, clip_fractions
 from core.batch import Batch
 from core.errors import ConfigError
 
@@ -238,6 +240,76 @@ class LastEpochDiagnostics:
         if self.values:
             out["explained_variance"] = explained_variance(torch.cat(self.values), torch.cat(self.returns), mask)
         return out
+
+
+CLIP_FRACTIONS = ("clip_fraction", "clip_fraction_low", "clip_fraction_high")
+
+
+def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tensor], *, aggregation: str,
+                   split: str, num_epochs: int, num_minibatches: int, optimizer: torch.optim.Optimizer, params,
+                   max_grad_norm: float | None, clip: tuple[float, float] | None = None,
+                   penalty: Callable[..., Tensor | None] | None = None, vf_coef: float | None = None,
+                   value_clip: float | None = None, ent_coef: float = 0.0, minibatch_adv_norm: bool = False,
+                   diagnostics: str = "after_update", **per_step: Tensor) -> dict[str, float]:
+    """The PPO update procedure (Schulman et al. 2017, Algorithm 1), shared by PPO-clip, PPO-KL,
+    GRPO, DAPO and RLOO: ``num_epochs`` passes over the batch, each in ``num_minibatches``
+    shuffled minibatches (``split``: ``"step"`` samples single steps, ``"column"`` keeps whole
+    columns / sequences), one gradient step per minibatch on
+
+        loss = aggregate(objective, mask, aggregation) [+ penalty] [+ vf_coef * L^VF] [- ent_coef * S]
+
+    - ``objective(dist, logp, mb, metrics)``: the per-step (per-token) policy loss ``[T, n]`` to
+      minimise; ``mb`` holds the batch's step fields and the ``per_step`` tensors (``advantages``;
+      ``returns`` for a critic, ``logp_ref`` for a KL to pi_ref), ``metrics`` takes extra numbers;
+    - ``penalty(dist, logp, mb, metrics)``: a scalar added after the aggregation, or None (PPO-KL's
+      ``beta * KL[pi_old, pi]``);
+    - ``vf_coef``: the critic is trained jointly (``value_loss``, clipped by ``value_clip``);
+    - ``clip``: ``(eps_low, eps_high)`` of a clipped objective: ``clip_fraction``, ``_low`` and
+      ``_high`` (``losses.clip_fractions``) are logged;
+    - ``minibatch_adv_norm``: whiten the advantages of each minibatch (CleanRL).
+
+    Returns the means over minibatches (``first_ratio_error`` of the first one, ``policy_loss``,
+    ``value_loss``, the clip fractions, what the objective logs) and the diagnostics (kl, entropy,
+    explained variance) of ``diagnostics``: after the update, or over the last epoch.
+    """
+    metrics, last_epoch = Metrics(), LastEpochDiagnostics()
+    last_epoch_from = (num_epochs - 1) * num_minibatches if diagnostics == "last_epoch" else None
+    clip_sums = None   # the clip fractions summed over minibatches, one tensor: no host sync in the loop
+    for i, mb in enumerate(algo.epochs(batch, num_epochs, num_minibatches, by=split, **per_step)):
+        mask = mb["mask"]                  # None: every sampled step is valid
+        if minibatch_adv_norm:
+            mb["advantages"] = normalize(mb["advantages"], mask)
+        dist = algo.agent.dist(mb["obs"])
+        logp = dist.log_prob(mb["actions"])
+        if i == 0:  # theta == theta_old here: the ratio must be 1 (catches dropout, a stale logp_old)
+            log_ratio = logp - mb["logp_old"]
+            metrics.add(first_ratio_error=(log_ratio if mask is None else log_ratio * mask).abs().max())
+        policy_loss = aggregate(objective(dist, logp, mb, metrics), mask, aggregation)
+        if penalty is not None and (term := penalty(dist, logp, mb, metrics)) is not None:
+            policy_loss = policy_loss + term
+        loss, values = policy_loss, None
+        if vf_coef is not None:
+            values = algo.agent.value(mb["obs"])
+            vf_loss = value_loss(values, mb["returns"], mask, mb["values"], value_clip)
+            loss = policy_loss + vf_coef * vf_loss
+        if ent_coef:
+            loss = loss - ent_coef * aggregate(dist.entropy(), mask, "token-mean")
+        if clip is not None:
+            sides = clip_fractions(logp.detach(), mb["logp_old"], mb["advantages"], *clip).flatten(1)
+            share = sides.mean(1) if mask is None else (sides * mask.flatten()).sum(1) / mask.sum()
+            clip_sums = share if clip_sums is None else clip_sums + share
+        if last_epoch_from is not None and i >= last_epoch_from:
+            last_epoch.add(dist, logp, mb, values)
+        algo.gradient_step(optimizer, loss, params, max_grad_norm)
+        if values is None:
+            metrics.add(policy_loss=policy_loss)
+        else:
+            metrics.add(policy_loss=policy_loss, value_loss=vf_loss)
+    out = metrics.means()
+    if clip_sums is not None:
+        out.update(zip(CLIP_FRACTIONS, (s / (i + 1) for s in clip_sums.tolist())))
+    return out | (last_epoch.means() if last_epoch_from is not None
+                  else algo.after_update_metrics(batch, per_step.get("returns")))
 
 
 def fit_value(algo: Algorithm, optimizer: torch.optim.Optimizer, batch: Batch, returns: Tensor,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from algos.base import Needs, check_positive
+from algos.base import check_positive
 from core.batch import concat_columns
 from algos.grpo import GRPO, GRPOConfig
 

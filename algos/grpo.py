@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algos.advantages import group_relative
-from algos.base import (DIAGNOSTICS, Algorithm, GroupRollout, LastEpochDiagnostics, Metrics, Needs, check_choice,
-                        check_positive)
-from algos.losses import AGGREGATION_MODES, KL_ESTIMATORS, aggregate, clip_fraction, clipped_surrogate, kl_estimate
+from algos.base import (DIAGNOSTICS, Algorithm, GroupRollout, Metrics, Needs, check_choice, check_positive,
+                        clipped_epochs)
+from algos.losses import AGGREGATION_MODES, KL_ESTIMATORS, aggregate, clipped_surrogate, kl_estimate
+from core.errors import ConfigError
 
 
 @dataclass
@@ -33,6 +34,8 @@ class GRPOConfig(GroupRollout):
         check_choice("diagnostics", self.diagnostics, DIAGNOSTICS)
         check_choice("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
         check_positive(self, "lr", "num_epochs", "num_minibatches", "clip_eps", "group_size", "num_groups")
+        if not self.kl_coef >= 0:  # also rejects NaN
+            raise ConfigError(f"kl_coef={self.kl_coef} must be >= 0 (0: no KL term, no reference policy)")
 
 
 class GRPO(Algorithm):
@@ -63,31 +66,25 @@ class GRPO(Algorithm):
         per_column = group_relative(self.shaped_scores(batch), batch.groups, scale=self.cfg.scale_rewards)
         return per_column.unsqueeze(0) * batch.mask
 
+    def objective(self, dist, logp, mb, metrics: Metrics):
+        """Per token, to minimise: -min(r A, clip(r, 1 - eps_low, 1 + eps_high) A) + beta KL_k3(pi || pi_ref)."""
+        eps_low, eps_high = self.clip_range()
+        per_token = clipped_surrogate(logp, mb["logp_old"], mb["advantages"], eps_low, eps_high)
+        if self.cfg.kl_coef:
+            kl_ref = kl_estimate(logp, mb["logp_ref"], self.cfg.kl_estimator)
+            per_token = per_token + self.cfg.kl_coef * kl_ref
+            metrics.add(kl_ref=aggregate(kl_ref, mb["mask"], "token-mean"))
+        return per_token
+
     def update(self, batch):
         cfg = self.cfg
-        eps_low, eps_high = self.clip_range()
-        advantages = self.advantages(batch)
-        per_step = {"advantages": advantages}
+        per_step = {"advantages": self.advantages(batch)}
         if cfg.kl_coef:
             per_step["logp_ref"] = self.reference_logp(batch)
-
-        metrics, last_epoch = Metrics(), LastEpochDiagnostics()
-        for i, mb in enumerate(self.epochs(batch, cfg.num_epochs, cfg.num_minibatches, by="column", **per_step)):
-            dist = self.agent.dist(mb["obs"])
-            logp = dist.log_prob(mb["actions"])
-            if i == 0:
-                metrics.add(first_ratio_error=((logp - mb["logp_old"]) * mb["mask"]).abs().max())
-            per_token = clipped_surrogate(logp, mb["logp_old"], mb["advantages"], eps_low, eps_high)
-            if cfg.kl_coef:
-                kl_ref = kl_estimate(logp, mb["logp_ref"], cfg.kl_estimator)
-                per_token = per_token + cfg.kl_coef * kl_ref
-                metrics.add(kl_ref=aggregate(kl_ref, mb["mask"], "token-mean"))
-            loss = aggregate(per_token, mb["mask"], cfg.loss_agg)
-            if cfg.diagnostics == "last_epoch" and i >= (cfg.num_epochs - 1) * cfg.num_minibatches:
-                last_epoch.add(dist, logp, mb)
-            self.gradient_step(self.optimizer, loss, self.params, cfg.max_grad_norm)
-            metrics.add(policy_loss=loss,
-                        clip_fraction=aggregate(clip_fraction(logp, mb["logp_old"], eps_low, eps_high),
-                                                mb["mask"], "token-mean"))
-        diagnostics = last_epoch.means() if cfg.diagnostics == "last_epoch" else self.after_update_metrics(batch)
-        return self.finish_update(metrics.means() | diagnostics)
+        # K epochs of minibatches of whole columns, the objective aggregated as loss_agg says
+        out = clipped_epochs(
+            self, batch, self.objective, aggregation=cfg.loss_agg, split="column",
+            num_epochs=cfg.num_epochs, num_minibatches=cfg.num_minibatches,
+            optimizer=self.optimizer, params=self.params, max_grad_norm=cfg.max_grad_norm,
+            clip=self.clip_range(), diagnostics=cfg.diagnostics, **per_step)
+        return self.finish_update(out)

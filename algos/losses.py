@@ -38,6 +38,25 @@ def clip_fraction(logp: Tensor, logp_old: Tensor, eps_low: float, eps_high: floa
     return ((ratio < 1.0 - eps_low) | (ratio > 1.0 + eps_high)).float()
 
 
+def clip_fractions(logp: Tensor, logp_old: Tensor, adv: Tensor, eps_low: float,
+                   eps_high: float | None = None) -> Tensor:
+    """Where the clip acts, elementwise, stacked ``[3, *logp.shape]`` (1.0 or 0.0), with
+    ``r = exp(logp - logp_old)``:
+
+        outside = 1[r < 1 - eps_low  or  r > 1 + eps_high]      (what ``clip_fraction`` counts)
+        low     = 1[r < 1 - eps_low  and A < 0]                  the low side of the clip is active
+        high    = 1[r > 1 + eps_high and A > 0]                  the high side of the clip is active
+
+    ``low`` and ``high`` are where :func:`clipped_surrogate`'s gradient is cut, one side each;
+    their token-means over the valid tokens are ``clip_fraction_low`` and ``clip_fraction_high``
+    (DAPO's clip-higher shows as fewer ``high`` than a symmetric clip of ``eps_low``).
+    """
+    eps_high = eps_low if eps_high is None else eps_high
+    ratio = torch.exp(logp - logp_old)
+    below, above = ratio < 1.0 - eps_low, ratio > 1.0 + eps_high
+    return torch.stack((below | above, below & (adv < 0), above & (adv > 0))).float()
+
+
 def importance_surrogate(logp: Tensor, logp_old: Tensor, adv: Tensor) -> Tensor:
     """The unclipped surrogate ``-exp(logp - logp_old) * A`` (TRPO, PPO-KL), elementwise."""
     return -torch.exp(logp - logp_old) * adv

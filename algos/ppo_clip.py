@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
+from typing import Callable, ClassVar
 
 from algos.advantages import gae, normalize
-from algos.base import (DIAGNOSTICS, Algorithm, HorizonRollout, LastEpochDiagnostics, Metrics, check_choice,
-                        check_positive, value_loss)
-from algos.losses import aggregate, clip_fraction, clipped_surrogate
+from algos.base import DIAGNOSTICS, Algorithm, HorizonRollout, Metrics, check_choice, check_positive, clipped_epochs
+from algos.losses import clipped_surrogate
 
 
 @dataclass
@@ -48,16 +49,17 @@ class PPOClip(Algorithm):
     Config = PPOClipConfig
     rollout = "horizon"
     uses_critic = True
+    clipped: ClassVar[bool] = True   # the objective is clipped at clip_eps (PPO-KL: penalised instead)
+    penalty: ClassVar[Callable | None] = None   # a term added after aggregation (PPO-KL: beta * KL)
 
     def __init__(self, agent, cfg: PPOClipConfig, total_updates: int, seed: int):
         super().__init__(agent, cfg, total_updates, seed)
         self.params = list(agent.parameters())
         self.optimizer = self.make_optimizer(self.params, cfg.lr)
 
-    def policy_loss(self, dist, logp, mb, clip_eps, metrics: Metrics):
-        """L^CLIP for one minibatch; PPO-KL overrides this and nothing else."""
-        metrics.add(clip_fraction=aggregate(clip_fraction(logp, mb["logp_old"], clip_eps), mb["mask"], "token-mean"))
-        return aggregate(clipped_surrogate(logp, mb["logp_old"], mb["advantages"], clip_eps), mb["mask"], "token-mean")
+    def objective(self, dist, logp, mb, metrics: Metrics, clip_eps: float):
+        """L^CLIP per step (eq. 7), to minimise; PPO-KL overrides this and ``penalty``."""
+        return clipped_surrogate(logp, mb["logp_old"], mb["advantages"], clip_eps)
 
     def update(self, batch):
         cfg = self.cfg
@@ -66,32 +68,16 @@ class PPOClip(Algorithm):
             advantages = normalize(advantages, batch.mask)
         clip_eps = self.anneal(cfg.clip_eps, cfg.clip_anneal)
         self.set_lr(self.optimizer, self.anneal(cfg.lr, cfg.lr_anneal))
-        num_minibatches = max(1, math.ceil(batch.num_steps / cfg.minibatch_size))
         self.begin_epochs(batch)
-
-        metrics, last_epoch = Metrics(), LastEpochDiagnostics()
-        for i, mb in enumerate(self.epochs(batch, cfg.num_epochs, num_minibatches,
-                                           advantages=advantages, returns=returns)):
-            if cfg.adv_norm == "minibatch":
-                mb["advantages"] = normalize(mb["advantages"], mb["mask"])
-            dist = self.agent.dist(mb["obs"])
-            logp = dist.log_prob(mb["actions"])
-            if i == 0:  # theta == theta_old here: the ratio must be 1 (catches dropout, stale logp)
-                metrics.add(first_ratio_error=(logp - mb["logp_old"]).abs().max())
-            pg_loss = self.policy_loss(dist, logp, mb, clip_eps, metrics)
-            values = self.agent.value(mb["obs"])
-            vf_loss = value_loss(values, mb["returns"], mb["mask"], mb["values"], clip_eps if cfg.value_clip else None)
-            loss = pg_loss + cfg.vf_coef * vf_loss
-            if cfg.ent_coef:
-                loss = loss - cfg.ent_coef * aggregate(dist.entropy(), mb["mask"], "token-mean")
-            if cfg.diagnostics == "last_epoch" and i >= (cfg.num_epochs - 1) * num_minibatches:
-                last_epoch.add(dist, logp, mb, values)
-            self.gradient_step(self.optimizer, loss, self.params, cfg.max_grad_norm)
-            metrics.add(policy_loss=pg_loss, value_loss=vf_loss)
-
-        diagnostics = (last_epoch.means() if cfg.diagnostics == "last_epoch"
-                       else self.after_update_metrics(batch, returns))
-        out = metrics.means() | diagnostics
+        # L^CLIP + c1 L^VF - c2 S, K epochs of minibatches of M steps
+        out = clipped_epochs(
+            self, batch, partial(self.objective, clip_eps=clip_eps), aggregation="token-mean", split="step",
+            num_epochs=cfg.num_epochs, num_minibatches=max(1, math.ceil(batch.num_steps / cfg.minibatch_size)),
+            optimizer=self.optimizer, params=self.params, max_grad_norm=cfg.max_grad_norm,
+            clip=(clip_eps, clip_eps) if self.clipped else None, penalty=self.penalty,
+            vf_coef=cfg.vf_coef, value_clip=clip_eps if cfg.value_clip else None, ent_coef=cfg.ent_coef,
+            minibatch_adv_norm=cfg.adv_norm == "minibatch", diagnostics=cfg.diagnostics,
+            advantages=advantages, returns=returns)
         return self.finish_update(out | self.end_epochs(batch, out))
 
     def begin_epochs(self, batch) -> None:
@@ -100,4 +86,3 @@ class PPOClip(Algorithm):
     def end_epochs(self, batch, metrics) -> dict[str, float]:
         """Hook after the epochs (PPO-KL adapts beta here); returns extra metrics."""
         return {}
-

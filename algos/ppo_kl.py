@@ -36,6 +36,7 @@ class PPOKLConfig(PPOClipConfig):
 class PPOKL(PPOClip):
     name = "ppo_kl"
     Config = PPOKLConfig
+    clipped = False
 
     def __init__(self, agent, cfg: PPOKLConfig, total_updates: int, seed: int):
         super().__init__(agent, cfg, total_updates, seed)
@@ -53,13 +54,17 @@ class PPOKL(PPOClip):
         # samples were drawn from pi_old: estimate KL(pi_old || pi) with pi_old as the sampler
         return kl_estimate(logp_old, logp, self.cfg.kl_estimator)
 
-    def policy_loss(self, dist, logp, mb, clip_eps, metrics: Metrics):
-        surrogate = aggregate(importance_surrogate(logp, mb["logp_old"], mb["advantages"]), mb["mask"], "token-mean")
+    def objective(self, dist, logp, mb, metrics: Metrics, clip_eps):
+        """The unclipped surrogate ``-r_t A_t`` per step."""
+        return importance_surrogate(logp, mb["logp_old"], mb["advantages"])
+
+    def penalty(self, dist, logp, mb, metrics: Metrics):
+        """``beta * E[KL[pi_old, pi]]`` over the minibatch (None when beta = 0: no penalty)."""
         if self.beta == 0.0:
-            return surrogate
+            return None
         kl = aggregate(self.kl_old_new(mb["obs"], dist, logp, mb["logp_old"]), mb["mask"], "token-mean")
         metrics.add(kl_penalty=kl)
-        return surrogate + self.beta * kl
+        return self.beta * kl
 
     def end_epochs(self, batch, metrics):
         with torch.no_grad():

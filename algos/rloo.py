@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algos.advantages import leave_one_out
-from algos.base import Algorithm, GroupRollout, Metrics, check_positive
-from algos.losses import aggregate, clipped_surrogate, policy_gradient
+from algos.base import Algorithm, GroupRollout, Metrics, Needs, check_positive, clipped_epochs
+from algos.losses import clipped_surrogate, policy_gradient
+from core.errors import ConfigError
 
 
 @dataclass
@@ -19,7 +20,7 @@ class RLOOConfig(GroupRollout):
     group_size: int = 4           # k = 4 (Ahmadian et al. 2024's main setting; TRL's rloo_k default 4)
     num_groups: int = 4
     lr: float = 3e-4              # Adam; the PPO paper's MuJoCo step size
-    kl_coef: float = 0.05         # beta: TRL RLOOTrainer's default kl_coef 0.05
+    kl_coef: float = 0.05         # beta: TRL RLOOTrainer's default kl_coef 0.05; 0: no pi_ref at all
     num_epochs: int = 1           # one step per batch (REINFORCE); >1 uses PPO-style clipped epochs
     num_minibatches: int = 1
     clip_eps: float = 0.2         # only for num_epochs > 1 (TRL's PPO-style RLOO option)
@@ -28,40 +29,48 @@ class RLOOConfig(GroupRollout):
 
     def __post_init__(self):
         check_positive(self, "lr", "num_epochs", "num_minibatches", "group_size", "num_groups")
+        if not self.kl_coef >= 0:  # also rejects NaN
+            raise ConfigError(f"kl_coef={self.kl_coef} must be >= 0 (0: no KL penalty, no reference policy)")
 
 
 class RLOO(Algorithm):
     name = "rloo"
     Config = RLOOConfig
     rollout = "groups"
-    uses_reference = True
+
+    @classmethod
+    def needs(cls, cfg):
+        # pi_ref only where the KL is folded into the reward (kl_coef > 0)
+        return Needs(rollout="groups", critic=False, reference=cfg.kl_coef > 0)
 
     def __init__(self, agent, cfg, total_updates: int, seed: int):
         super().__init__(agent, cfg, total_updates, seed)
         self.params = agent.policy_parameters()
         self.optimizer = self.make_optimizer(self.params, cfg.lr)
 
+    def objective(self, dist, logp, mb, metrics: Metrics):
+        """Per token, to minimise: REINFORCE's -A_i log pi(a_t|s_t) (one epoch), or PPO's clipped
+        surrogate on A_i (the epochs option)."""
+        if self.cfg.num_epochs == 1:
+            return policy_gradient(logp, mb["advantages"])
+        return clipped_surrogate(logp, mb["logp_old"], mb["advantages"], self.cfg.clip_eps)
+
     def update(self, batch):
         cfg = self.cfg
-        kl_sequence = ((batch.logp_old - self.reference_logp(batch)) * batch.mask).sum(0)
-        rewards = batch.scores - cfg.kl_coef * kl_sequence
+        extra = {}
+        rewards = batch.scores
+        if self.reference is not None:
+            kl_sequence = ((batch.logp_old - self.reference_logp(batch)) * batch.mask).sum(0)
+            rewards = batch.scores - cfg.kl_coef * kl_sequence
+            extra["kl_ref"] = float(kl_sequence.mean())
         advantages = leave_one_out(rewards, batch.groups)
         if cfg.adv_norm:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-        advantages = advantages.unsqueeze(0) * batch.mask
-
-        metrics = Metrics()
-        for i, mb in enumerate(self.epochs(batch, cfg.num_epochs, cfg.num_minibatches, by="column",
-                                           advantages=advantages)):
-            logp = self.agent.dist(mb["obs"]).log_prob(mb["actions"])
-            if i == 0:
-                metrics.add(first_ratio_error=((logp - mb["logp_old"]) * mb["mask"]).abs().max())
-            if cfg.num_epochs == 1:
-                per_token = policy_gradient(logp, mb["advantages"])
-            else:
-                per_token = clipped_surrogate(logp, mb["logp_old"], mb["advantages"], cfg.clip_eps)
-            loss = aggregate(per_token, mb["mask"], "seq-mean-token-sum")
-            self.gradient_step(self.optimizer, loss, self.params, cfg.max_grad_norm)
-            metrics.add(policy_loss=loss)
-        metrics.add(kl_ref=kl_sequence.mean(), reward_with_kl=rewards.mean())
-        return self.finish_update(metrics.means() | self.after_update_metrics(batch))
+        # each sequence's token sum (the whole output is one action), mean over sequences
+        out = clipped_epochs(
+            self, batch, self.objective, aggregation="seq-mean-token-sum", split="column",
+            num_epochs=cfg.num_epochs, num_minibatches=cfg.num_minibatches,
+            optimizer=self.optimizer, params=self.params, max_grad_norm=cfg.max_grad_norm,
+            clip=(cfg.clip_eps, cfg.clip_eps) if cfg.num_epochs > 1 else None,
+            advantages=advantages.unsqueeze(0) * batch.mask)
+        return self.finish_update(out | extra | {"reward_with_kl": float(rewards.mean())})

@@ -256,3 +256,18 @@ def test_normalize_with_mask_uses_valid_entries_only():
     std = math.sqrt(sum((v - mean) ** 2 for v in valid) / (len(valid) - 1))
     expected = torch.where(mask > 0, (x - mean) / (std + 1e-8), torch.zeros_like(x))
     torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_normalize_without_centring_only_divides_by_the_std(masked):
+    # REINFORCE without a baseline: subtracting the mean would be a baseline
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(6, 4, generator=g) * 3 + 5
+    mask = (torch.rand(6, 4, generator=g) < 0.6).float() if masked else torch.ones(6, 4)
+    y = normalize(x, mask if masked else None, center=False)
+    valid = [v for v, m in zip(x.flatten().tolist(), mask.flatten().tolist()) if m]
+    mean = sum(valid) / len(valid)
+    std = math.sqrt(sum((v - mean) ** 2 for v in valid) / (len(valid) - 1))
+    expected = torch.where(mask > 0, x / (std + 1e-8), torch.zeros_like(x))
+    torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+    assert (y * mask).sum() / mask.sum() > 1.0   # not centred

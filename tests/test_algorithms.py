@@ -150,7 +150,8 @@ def collected_batch(name, seed=0):
         torch.manual_seed(seed)
         agent = MLPAgent(envs[0].observation_space, envs[0].action_space, MujocoConfig())
         # non-trivial observation statistics, so that a stale normalisation would show
-        collector = HorizonCollector(ListVecEnv(envs), num_steps=64, gamma=0.99, seed=seed, with_values=cls.uses_critic)
+        collector = HorizonCollector(ListVecEnv(envs), num_steps=64, gamma=0.99, seed=seed,
+                                     with_values=cls.needs(cls.Config()).critic)
         agent.observe(torch.from_numpy(collector.collect(agent)[0].obs.reshape(-1, 4).numpy() * 3 + 1))
         batch, _ = collector.collect(agent)
     else:

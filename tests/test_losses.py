@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from algos.losses import (AGGREGATION_MODES, aggregate, clip_fraction, clipped_surrogate, importance_surrogate,
-                          kl_estimate, policy_gradient)
+from algos.losses import (AGGREGATION_MODES, aggregate, clip_fraction, clip_fractions, clipped_surrogate,
+                          importance_surrogate, kl_estimate, policy_gradient)
 from algos.trpo import conjugate_gradient
 
 
@@ -77,6 +77,33 @@ def test_clip_fraction_and_simple_surrogates():
     adv = torch.tensor([1.0, -2.0, 0.5, 3.0, -1.0])
     torch.testing.assert_close(importance_surrogate(logp, logp_old, adv), -ratio * adv)
     torch.testing.assert_close(policy_gradient(logp, adv), -logp * adv)
+
+
+@pytest.mark.parametrize("eps_low,eps_high", [(0.2, None), (0.2, 0.28)])
+def test_clip_fractions_per_side_match_a_loop(eps_low, eps_high):
+    g = gen(5)
+    logp = torch.randn(3, 50, generator=g) * 0.3
+    logp_old = torch.randn(3, 50, generator=g) * 0.3
+    adv = torch.randn(3, 50, generator=g)
+    adv[0, :5] = 0.0   # A = 0: neither side is active
+    out = clip_fractions(logp, logp_old, adv, eps_low, eps_high)
+    assert out.shape == (3, 3, 50) and out.dtype == torch.float32
+    hi = eps_low if eps_high is None else eps_high
+    outside, low, high = [], [], []
+    for lp, lo, a in zip(logp.flatten().tolist(), logp_old.flatten().tolist(), adv.flatten().tolist()):
+        r = math.exp(lp - lo)
+        outside.append(float(r < 1 - eps_low or r > 1 + hi))
+        low.append(float(r < 1 - eps_low and a < 0))
+        high.append(float(r > 1 + hi and a > 0))
+    for got, expected in zip(out, (outside, low, high)):
+        assert got.flatten().tolist() == expected
+    assert torch.equal(out[0], clip_fraction(logp, logp_old, eps_low, eps_high))
+    assert 0 < sum(low) < sum(outside) and 0 < sum(high) < sum(outside)
+    # the sides are where the clipped surrogate's gradient is cut
+    lp = logp.clone().requires_grad_(True)
+    clipped_surrogate(lp, logp_old, adv, eps_low, eps_high).sum().backward()
+    cut = (lp.grad == 0) & (adv != 0)
+    assert torch.equal(cut, (out[1] + out[2]) > 0)
 
 
 # --------------------------------------------------------------------------------------
