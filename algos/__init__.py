@@ -1,7 +1,9 @@
-"""The algorithm registry: ``algos.names()``, ``algos.get(name)``.
+"""The algorithm registry: ``algos.names()``, ``algos.get(name)``, ``algos.builtin_names()``.
 
 A new variant is one file that defines an ``Algorithm`` subclass and registers it
-with ``register`` (see the README, "Checking a new variant").
+with ``register`` (see the README, "Checking a new variant"). It is listed by ``names()``
+and runs when named (``algo=my_variant``); a sweep without ``algo=`` runs the seven
+built-ins (``builtin_names()``) only.
 """
 from __future__ import annotations
 
@@ -46,9 +48,15 @@ def _load_builtin() -> None:
 
 
 def names() -> list[str]:
-    """The registered algorithm names."""
+    """The registered algorithm names: the built-ins, then every variant found in ``algos/``."""
     _load_builtin()
     return list(_REGISTRY)
+
+
+def builtin_names() -> list[str]:
+    """The seven built-in algorithms: what a sweep without ``algo=`` runs."""
+    _load_builtin()
+    return list(_BUILTIN)
 
 
 def get(name: str) -> type:

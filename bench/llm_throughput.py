@@ -89,7 +89,7 @@ def held_out(agent, env, args, step, clock, curve):
 
 def run_pg_arena(args, suite, cfg, env) -> dict:
     cls = algos.get("grpo")
-    algo_cfg = cls.Config(**{**suite.algo_defaults["grpo"], "group_size": GROUP, "num_groups": PROMPTS,
+    algo_cfg = cls.Config(**{**suite.defaults_for(cls), "group_size": GROUP, "num_groups": PROMPTS,
                              "num_epochs": 1, "num_minibatches": 1, "kl_coef": 0.0, "loss_agg": "token-mean",
                              "scale_rewards": True, "clip_eps": 0.2, "lr": args.lr, "max_grad_norm": 1.0,
                              "diagnostics": "last_epoch"})

@@ -14,6 +14,11 @@ An agent is a ``torch.nn.Module`` with
 - ``env_action(actions)``: what the environment receives (e.g. clipped to its bounds);
 - ``observe(obs)``: update input-normalisation statistics (a no-op if it has none).
 
+Device: an agent lives on one torch device (``.to(device)``); the collectors (``core/rollout.py``)
+build every batch on it, found as ``agent.device`` when the agent has that attribute (a
+``torch.device``), else the device of its first parameter. The NumPy fast path (``act``) reads the
+weights through ``.cpu()``, so it works wherever the agent lives.
+
 Algorithms never look inside; suites never look at which algorithm consumes them.
 """
 from __future__ import annotations
@@ -62,5 +67,7 @@ class RunningMeanStd(nn.Module):
         return self._cache
 
     def numpy_params(self) -> tuple[np.ndarray, np.ndarray]:
-        return (self.mean.float().numpy().copy(),
-                (1.0 / np.sqrt(self.var.numpy() + self.eps)).astype(np.float32))
+        """(mean, 1/std) as float32 NumPy arrays, wherever the statistics live (``.cpu()`` is a
+        no-op on the CPU)."""
+        return (self.mean.float().cpu().numpy().copy(),
+                (1.0 / np.sqrt(self.var.cpu().numpy() + self.eps)).astype(np.float32))

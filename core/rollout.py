@@ -6,6 +6,13 @@ each group can be reset to one shared state.
 Actions come from the agent's NumPy fast path; log-probabilities and values are then
 computed in one batched torch pass over the whole rollout (exact for the update, and
 far cheaper than one torch call per step).
+
+Device: every tensor of a batch is built on the agent's device (``agent_device``):
+``agent.device`` when the agent has that attribute (a ``torch.device``), else the device of
+its first parameter, else the CPU. The rollout is stored in NumPy and moved once per batch
+(``.to(device)``, which returns the very tensor on the CPU: no copy there); the batched
+log-probability / value pass, the last values and the truncation bootstraps run on that
+device. An agent needs nothing more than ``.to(device)`` and a ``.cpu()`` in its NumPy fast path.
 """
 from __future__ import annotations
 
@@ -66,11 +73,21 @@ def _storage_dtype(obs: np.ndarray) -> np.dtype:
 
 def _buffer_for(obs: np.ndarray, length: int) -> np.ndarray:
     """An empty ``[length, *obs.shape]`` buffer in ``obs``'s memory order: frames that arrive
-    channels-last (``suites/atari.py``) are stored so, and the CNN reads them without a
+    channels-last (``suites/atari/envpool_env.py``) are stored so, and the CNN reads them without a
     transposition (see ``core/batch.py``'s ``take_rows``)."""
     axes = sorted(range(obs.ndim), key=lambda d: obs.strides[d], reverse=True)   # outermost first
     physical = np.empty((length, *(obs.shape[d] for d in axes)), dtype=_storage_dtype(obs))
     return physical.transpose(0, *(1 + axes.index(d) for d in range(obs.ndim)))
+
+
+def agent_device(agent) -> torch.device:
+    """Where ``agent`` computes, hence where its batches are built (see the module docstring)."""
+    device = getattr(agent, "device", None)
+    if isinstance(device, torch.device):
+        return device
+    parameters = getattr(agent, "parameters", None)
+    first = next(iter(parameters()), None) if callable(parameters) else None
+    return first.device if first is not None else torch.device("cpu")
 
 
 @torch.no_grad()
@@ -131,24 +148,27 @@ class HorizonCollector:
             done_buf[t] = dones
             self.obs = step.obs
 
-        obs_t, act_t = torch.from_numpy(obs_buf), torch.from_numpy(act_buf)
+        device = agent_device(agent)
+        obs_t, act_t = torch.from_numpy(obs_buf).to(device), torch.from_numpy(act_buf).to(device)
         if scores_while_acting:
-            logp_old = torch.from_numpy(logp_buf)
-            values = torch.from_numpy(value_buf) if value_buf is not None else None
+            logp_old = torch.from_numpy(logp_buf).to(device)
+            values = torch.from_numpy(value_buf).to(device) if value_buf is not None else None
         else:
             logp_old, values = _policy_outputs(agent, obs_t, act_t, self.with_values)
-        rewards = torch.from_numpy(rew_buf)
-        last_value = torch.zeros(N)
+        rewards = torch.from_numpy(rew_buf).to(device)
+        last_value = torch.zeros(N, device=device)
         if self.with_values:
             with torch.no_grad():
-                last_value = agent.value(torch.from_numpy(self.obs.astype(obs_buf.dtype)))
+                last_value = agent.value(torch.from_numpy(self.obs.astype(obs_buf.dtype)).to(device))
                 if truncations:
                     final_obs = np.stack([o for _, _, o in truncations]).astype(obs_buf.dtype)
-                    final_values = agent.value(torch.from_numpy(final_obs))
-                    for (t, i, _), v in zip(truncations, final_values):
-                        rewards[t, i] += self.gamma * v
-        batch = Batch(obs=obs_t, actions=act_t, rewards=rewards, dones=torch.from_numpy(done_buf),
-                      mask=torch.ones(T, N), logp_old=logp_old, values=values, last_value=last_value)
+                    final_values = agent.value(torch.from_numpy(final_obs).to(device))
+                    # one (t, env) per truncation: no index repeats, so += adds each bootstrap once
+                    steps = torch.tensor([t for t, _, _ in truncations], device=device)
+                    envs = torch.tensor([i for _, i, _ in truncations], device=device)
+                    rewards[steps, envs] += self.gamma * final_values
+        batch = Batch(obs=obs_t, actions=act_t, rewards=rewards, dones=torch.from_numpy(done_buf).to(device),
+                      mask=torch.ones(T, N, device=device), logp_old=logp_old, values=values, last_value=last_value)
         return batch, episodes
 
     def state_dict(self):
@@ -209,16 +229,18 @@ class GroupCollector:
             L = len(c["obs"])
             obs[:L, j], actions[:L, j], rewards[:L, j], mask[:L, j] = c["obs"], c["actions"], c["rewards"], 1.0
             dones[L - 1, j] = 1.0
-        obs_t, act_t = torch.from_numpy(obs), torch.from_numpy(actions)
+        device = agent_device(agent)
+        obs_t, act_t = torch.from_numpy(obs).to(device), torch.from_numpy(actions).to(device)
+        mask_t = torch.from_numpy(mask).to(device)
         logp_old, _ = _policy_outputs(agent, obs_t, act_t, with_values=False)
         batch = Batch(
-            obs=obs_t, actions=act_t, rewards=torch.from_numpy(rewards), dones=torch.from_numpy(dones),
-            mask=torch.from_numpy(mask), logp_old=logp_old * torch.from_numpy(mask),
-            last_value=torch.zeros(M),
-            groups=torch.tensor([c["group"] for c in columns]),
-            scores=torch.tensor([float(sum(c["rewards"])) for c in columns]),
-            lengths=torch.tensor([len(c["obs"]) for c in columns]),
-            truncated=torch.tensor([float(c["truncated"]) for c in columns]),
+            obs=obs_t, actions=act_t, rewards=torch.from_numpy(rewards).to(device),
+            dones=torch.from_numpy(dones).to(device), mask=mask_t, logp_old=logp_old * mask_t,
+            last_value=torch.zeros(M, device=device),
+            groups=torch.tensor([c["group"] for c in columns], device=device),
+            scores=torch.tensor([float(sum(c["rewards"])) for c in columns], device=device),
+            lengths=torch.tensor([len(c["obs"]) for c in columns], device=device),
+            truncated=torch.tensor([float(c["truncated"]) for c in columns], device=device),
             length_limit=self.length_limit)
         return batch, episodes
 

@@ -23,7 +23,7 @@ EXECUTORS = ("local", "ray")
 class SweepConfig:
     """The top-level keys of ``./run_all.sh key=value ...``."""
     suite: str = "mujoco"                 # which suite: see ``suites.names()``
-    algo: tuple[str, ...] = ()            # comma-separated algorithm names; default all registered
+    algo: tuple[str, ...] = ()            # comma-separated algorithm names; default the seven built-ins (a variant runs when named)
     env: tuple[str, ...] = ()             # comma-separated environments / tasks; default the scale's list
     seeds: int | None = None              # number of seeds (0..seeds-1); default the scale's
     steps: int | None = None              # environment steps per run; default the scale's
@@ -209,7 +209,27 @@ def parse_sweep(top: dict[str, str]) -> SweepConfig:
     g = sweep.ray_num_gpus
     if not (g > 0 and (g <= 1 or float(g).is_integer())):
         raise ConfigError(f"ray_num_gpus={sweep.ray_num_gpus} must be a fraction in (0, 1] or a whole number")
+    check_device(sweep.device, local=sweep.executor != "ray")
     return sweep
+
+
+def check_device(device: str, local: bool = True) -> None:
+    """``device=``: cpu or cuda[:k]; ``local`` (the runs run on this machine): CUDA must be here, with
+    that many GPUs. Ray workers may have GPUs the driver lacks: there only the form is checked."""
+    import torch
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError):
+        parsed = None
+    if parsed is None or parsed.type not in ("cpu", "cuda") or (parsed.type == "cpu" and parsed.index):
+        raise ConfigError(f"device={device!r} is not valid; valid: cpu, cuda, cuda:<k>, auto")
+    if parsed.type == "cuda" and local:
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device={device}: this machine has no CUDA device (torch.cuda.is_available() "
+                              f"is false); use device=cpu, or device=auto for CUDA where present")
+        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
+            raise ConfigError(f"device={device}: this machine has {torch.cuda.device_count()} CUDA device(s); "
+                              f"valid: cuda:0..cuda:{torch.cuda.device_count() - 1}")
 
 
 def threads_per_run(sweep: SweepConfig, runs_in_parallel: int) -> int:
@@ -250,7 +270,8 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
             raise ConfigError("grid= fixes the algorithms and their options; drop algo= and algo.<option>=")
         entries = [(name, {k: format_value(v) for k, v in options.items()}) for name, options in suite.grids[sweep.grid]]
     else:
-        entries = [(name, algo_overrides) for name in (list(sweep.algo) or algos.names())]
+        # no algo=: the seven built-ins; a variant in algos/ runs only when named
+        entries = [(name, algo_overrides) for name in (list(sweep.algo) or algos.builtin_names())]
     algo_classes = {name: algos.get(name) for name, _ in entries}
     env_ids = list(sweep.env) or list(scale.envs)
     for env_id in dict.fromkeys(env_ids):
@@ -270,7 +291,7 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
     seeds = sweep.seeds or scale.seeds
     for name, overrides in entries:
         cls = algo_classes[name]
-        base = {**suite.algo_defaults.get(name, {}),
+        base = {**suite.defaults_for(cls),   # the suite's protocol, resolved along cls's class hierarchy
                 **{k: v for k, v in preset_algo.items() if k in _field_types(cls.Config)}}
         algo_cfg = apply_overrides(cls.Config, base, overrides, name, "algo.")
         cls_types = _field_types(cls.Config)

@@ -13,7 +13,9 @@ import tokenize
 
 
 def field_comments(cls: type) -> dict[str, str]:
-    """``{field: comment}`` for ``name: type = default  # comment`` lines of ``cls`` and its bases."""
+    """``{field: comment}`` for ``name: type = default  # comment`` lines of ``cls`` and its bases;
+    a class that declares a field again without a comment drops its bases' comment for it (the
+    comment was the source of a default that class may have changed)."""
     comments: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         if not dataclasses.is_dataclass(klass):
@@ -22,15 +24,17 @@ def field_comments(cls: type) -> dict[str, str]:
             source = inspect.getsource(klass)
         except (OSError, TypeError):
             continue
-        names = {f.name for f in dataclasses.fields(klass)}
+        names = {f.name for f in dataclasses.fields(klass)} & set(vars(klass).get("__annotations__", {}))
         for line in source.splitlines():
             stripped = line.strip()
             name = stripped.split(":", 1)[0].strip()
-            if name not in names or "#" not in stripped:
+            if name not in names:
                 continue
-            comment = _trailing_comment(stripped)
+            comment = _trailing_comment(stripped) if "#" in stripped else None
             if comment:
                 comments[name] = comment
+            else:
+                comments.pop(name, None)
     return comments
 
 
@@ -44,10 +48,12 @@ def _trailing_comment(line: str) -> str | None:
     return None
 
 
-def describe(cls: type, prefix: str, defaults: dict | None = None) -> str:
-    """One line per option: ``prefix.name=default   comment``; ``defaults`` overrides the
-    dataclass defaults (a suite's table for this algorithm)."""
-    comments = field_comments(cls)
+def describe(cls: type, prefix: str, defaults: dict | None = None, sources: dict | None = None) -> str:
+    """One line per option: ``prefix.name=default   source``; ``defaults`` overrides the
+    dataclass defaults (a suite's table for this algorithm, ``Suite.defaults_for``) and ``sources``
+    the comments shown for them (``Suite.default_sources``): the source shown is always that of the
+    value shown."""
+    comments = {**field_comments(cls), **(sources or {})}
     instance_defaults = {}
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING:

@@ -7,6 +7,7 @@ observation normalisation clipped to [-5, 5].
 """
 from __future__ import annotations
 
+import math
 import operator
 from copy import deepcopy
 from dataclasses import dataclass
@@ -40,6 +41,10 @@ PAPER_ENVS = ("HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "Inver
               "Reacher-v5", "Swimmer-v5", "Walker2d-v5")
 
 
+ACTIVATIONS = ("tanh", "relu")
+INITS = ("normc", "orthogonal", "default")
+
+
 @dataclass
 class MujocoConfig:
     """Environment-side and network options shared by every algorithm on this suite."""
@@ -51,6 +56,20 @@ class MujocoConfig:
     obs_clip: float = 5.0                     # baselines ppo1 clips normalised observations to [-5, 5]; CleanRL 10
     reward_scale: bool = False                # divide rewards by the running std of the discounted return (ppo2, CleanRL)
     reward_clip: float = 10.0                 # CleanRL clips scaled rewards to [-10, 10]
+
+    def __post_init__(self):
+        # Checked when the sweep is planned (before anything is written), not inside every run.
+        for name, choices in (("activation", ACTIVATIONS), ("init", INITS)):
+            if getattr(self, name) not in choices:
+                raise ConfigError(f"suite.{name}={getattr(self, name)!r} is not valid; valid: {', '.join(choices)}")
+        if not self.hidden_sizes or not all(isinstance(h, int) and h > 0 for h in self.hidden_sizes):
+            raise ConfigError(f"suite.hidden_sizes={','.join(map(str, self.hidden_sizes))!s} must be one or more "
+                              f"positive integers (e.g. 64,64)")
+        if not math.isfinite(self.log_std_init):
+            raise ConfigError(f"suite.log_std_init={self.log_std_init} must be a finite number")
+        for name in ("obs_clip", "reward_clip"):
+            if not getattr(self, name) > 0:   # also rejects NaN
+                raise ConfigError(f"suite.{name}={getattr(self, name)} must be positive")
 
 
 def _init_linear(layer: nn.Linear, scheme: str, gain: float) -> None:
@@ -64,7 +83,7 @@ def _init_linear(layer: nn.Linear, scheme: str, gain: float) -> None:
             layer.weight.copy_(w * gain / w.norm(dim=1, keepdim=True))
             layer.bias.zero_()
     elif scheme != "default":
-        raise ConfigError(f"unknown init {scheme!r}; valid: normc, orthogonal, default")
+        raise ConfigError(f"unknown init {scheme!r}; valid: {', '.join(INITS)}")
 
 
 def mlp(sizes: list[int], activation: str, init: str, out_gain: float) -> nn.Sequential:
@@ -147,7 +166,8 @@ class MLPAgent(nn.Module):
     # -- collection fast path -------------------------------------------------------
     # A torch forward pass on one observation costs ~30 us of dispatch; the same MLP in
     # NumPy costs ~5 us. The weights are frozen during a rollout, so a NumPy snapshot is
-    # exact; log-probabilities for the update are recomputed in torch afterwards.
+    # exact; log-probabilities for the update are recomputed in torch afterwards (on the
+    # agent's device: the snapshot is read through ``.cpu()``, a no-op for CPU tensors).
 
     def _version(self) -> tuple[int, int, tuple[int, ...]]:
         # The snapshot is stale after any optimiser step (counted globally: fused Adam leaves
@@ -162,10 +182,11 @@ class MLPAgent(nn.Module):
         version = self._version()
         if self._snapshot_version != version:
             linears = [m for m in self.policy_net if isinstance(m, nn.Linear)]
-            self._np_layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in linears]
+            self._np_layers = [(m.weight.detach().cpu().numpy().T.copy(), m.bias.detach().cpu().numpy().copy())
+                               for m in linears]
             self._np_act = np.tanh if isinstance(self.policy_net[1], nn.Tanh) else (lambda h: np.maximum(h, 0))
             self._np_norm = self.obs_norm.numpy_params() if self.obs_norm is not None else None
-            self._np_std = self.log_std.detach().exp().numpy().copy() if self.continuous else None
+            self._np_std = self.log_std.detach().exp().cpu().numpy().copy() if self.continuous else None
             self._snapshot_version = version
         return self._np_layers
 

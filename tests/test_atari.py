@@ -303,7 +303,7 @@ def test_envpool_resets_a_finished_game_in_the_same_step():
 def test_group_rollout_starts_every_member_of_a_group_identically():
     cfg = AtariConfig()
     grpo = algos.get("grpo")
-    algo_cfg = grpo.Config(**{**SUITE.algo_defaults["grpo"], "group_size": 2})
+    algo_cfg = grpo.Config(**{**SUITE.defaults_for(grpo), "group_size": 2})
     collector, _ = SUITE.make_collector("Qbert", cfg, grpo.needs(algo_cfg), algo_cfg, seed=0)
     starts = {}
     for seed in range(5):
@@ -534,12 +534,12 @@ def test_act_samples_the_policy_and_greedy_is_its_argmax():
 # -- configuration and runs ----------------------------------------------------------------
 
 def test_defaults_follow_the_papers_table5():
-    ppo = algos.get("ppo_clip").Config(**SUITE.algo_defaults["ppo_clip"])
+    ppo = algos.get("ppo_clip").Config(**SUITE.defaults_for(algos.get("ppo_clip")))
     assert (ppo.num_envs, ppo.num_steps, ppo.lr, ppo.num_epochs, ppo.minibatch_size) == (8, 128, 2.5e-4, 3, 256)
     assert (ppo.gamma, ppo.lam, ppo.clip_eps, ppo.vf_coef, ppo.ent_coef) == (0.99, 0.95, 0.1, 1.0, 0.01)
     assert ppo.lr_anneal and ppo.clip_anneal and ppo.adv_norm == "minibatch" and ppo.max_grad_norm == 0.5
-    for name in algos.names():                 # every algorithm's defaults make a valid config
-        algos.get(name).Config(**SUITE.algo_defaults.get(name, {}))
+    for name in algos.builtin_names():         # every algorithm's defaults make a valid config
+        algos.get(name).Config(**SUITE.defaults_for(algos.get(name)))
 
 
 # one bad value per option, and what its error must name (the valid choices or range)
@@ -602,9 +602,10 @@ def test_smoke_run_of_every_algorithm(tmp_path, capsys):
     """Every algorithm on Breakout through the command line, with small batches to keep the test
     short (scale=smoke runs the suite's defaults: ./run_all.sh suite=atari scale=smoke), the game
     named by its envpool id to check that results go under the game's name."""
-    horizon = [n for n in algos.names() if algos.get(n).rollout == "horizon"]
-    groups = [n for n in algos.names() if algos.get(n).rollout == "groups"]
-    assert len(horizon) + len(groups) == len(algos.names()) >= 7
+    builtins = algos.builtin_names()
+    horizon = [n for n in builtins if algos.get(n).rollout == "horizon"]
+    groups = [n for n in builtins if algos.get(n).rollout == "groups"]
+    assert len(horizon) + len(groups) == len(builtins) == 7
     # 2 envs x 128 steps, twice: each env finishes a random game of Breakout (120-230 steps)
     common = ["suite=atari", "scale=smoke", "env=Breakout-v5", "steps=512", "jobs=2", f"results_dir={tmp_path}"]
     for names, small in ((horizon, ["algo.num_envs=2", "algo.num_steps=128"]),
@@ -613,7 +614,7 @@ def test_smoke_run_of_every_algorithm(tmp_path, capsys):
         out, err = capsys.readouterr()
         assert code == 0, err
     run_dirs = sorted(p.parent for p in (tmp_path / "atari" / "Breakout").rglob("run.json"))
-    assert len(run_dirs) == len(algos.names())
+    assert len(run_dirs) == len(builtins)
     for run_dir in run_dirs:
         record = json.loads((run_dir / "run.json").read_text())
         assert record["status"] == "done", (run_dir, record.get("error"))

@@ -14,7 +14,7 @@ import algos
 from fault_helpers import (ROOT, checkpointed_pid, cli, env_for_subprocess, pid_alive, plan_tiny,
                            read_rows, record, same_numbers, sigkill, tiny_words, wait_for)
 from harness import cli as cli_mod
-from harness import results as results_mod
+from core import results as results_mod
 from harness.executor import RETRIES, WorkerDied, run_local, run_sweep
 from harness.locks import RunLock, is_locked
 from core.results import done_problem, is_done

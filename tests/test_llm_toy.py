@@ -54,7 +54,7 @@ def keywords_env(suite, llm_cache):
 
 def make(suite, env_id, cfg, name, seed=0, **algo_overrides):
     cls = algos.get(name)
-    algo_cfg = cls.Config(**{**suite.algo_defaults[name], **algo_overrides})
+    algo_cfg = cls.Config(**{**suite.defaults_for(cls), **algo_overrides})
     env = suite.make_env(env_id, cfg)
     agent = suite.make_agent(env, cfg)
     collector, steps_per_batch = suite.make_collector(env_id, cfg, cls.needs(algo_cfg), algo_cfg, seed)

@@ -16,6 +16,7 @@ is read.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from suites.base import Scale, Suite
 from suites.llm_toy.tasks import PREFERENCE, TASKS, VERIFIABLE
 
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
+WARMSTART_DEVICES = ("auto", "cpu", "cuda")
 MAX_POSITIONS = 256
 
 
@@ -67,13 +69,28 @@ class LLMToyConfig:
         if self.attn_implementation not in ATTN_IMPLEMENTATIONS:
             raise ConfigError(f"attn_implementation={self.attn_implementation!r} is not valid; "
                               f"valid: {', '.join(ATTN_IMPLEMENTATIONS)}")
+        if self.warmstart_device not in WARMSTART_DEVICES and not _is_cuda_device(self.warmstart_device):
+            # the form only: whether CUDA is present is known where the run runs (a Ray worker may have it)
+            raise ConfigError(f"suite.warmstart_device={self.warmstart_device!r} is not valid; valid: "
+                              f"{', '.join(WARMSTART_DEVICES)}, cuda:<k>")
         for key in ("kl_target", "kl_horizon", "sft_batch_size", "sft_lr", "rm_pairs", "rm_batch_size", "rm_lr",
                     "pref_temperature", "forward_batch_size", "max_new_tokens"):
             value = getattr(self, key)
-            if value is not None and value <= 0:
+            if value is not None and not value > 0:   # also rejects NaN
                 raise ConfigError(f"suite.{key}={value} must be positive")
-        if self.kl_coef < 0:
-            raise ConfigError(f"suite.kl_coef={self.kl_coef} must be >= 0")
+        for key in ("kl_coef", "sft_steps", "rm_steps", "sft_seed"):
+            value = getattr(self, key)
+            if value is not None and not value >= 0:
+                raise ConfigError(f"suite.{key}={value} must be >= 0")
+        if self.sft_noise is not None and not 0.0 <= self.sft_noise <= 1.0:
+            raise ConfigError(f"suite.sft_noise={self.sft_noise} must lie in [0, 1] (a fraction of demonstrations)")
+        if self.missing_eos_score is not None and not math.isfinite(self.missing_eos_score):
+            raise ConfigError(f"suite.missing_eos_score={self.missing_eos_score} must be a finite number (or none)")
+
+
+def _is_cuda_device(name: str) -> bool:
+    prefix, _, index = name.partition(":")
+    return prefix == "cuda" and index.isdigit()
 
 
 class Rollout(NamedTuple):
@@ -241,30 +258,65 @@ class LLMToySuite(Suite):
     scales["paper"] = scales["full"]   # the harness's default scale name
 
     # One batch is 128 completions for every algorithm (the issue's TRL reference: 16 prompts x 8).
-    # PPO family: "The N+ Implementation Details of RLHF with PPO" (gamma 1, lambda 0.95, clip 0.2,
-    # 4 epochs, advantage whitening, value clipping, vf_coef 0.1). num_envs = prompts per batch (one
-    # completion each); num_steps is unused (the length limit is suite.max_new_tokens); minibatch
-    # sizes count response tokens (a minibatch keeps whole completions). Learning rates from short
-    # checks on task=sort: 1e-3 collapsed every algorithm within two updates; the PPO family (4 epochs)
-    # learns at 1e-4, the one-step-per-batch algorithms at 3e-4.
-    _horizon = {"num_envs": 128, "num_steps": 16, "gamma": 1.0}
+    # Learning rates from short checks on task=sort: 1e-3 collapsed every algorithm within two
+    # updates; the PPO family (4 epochs) learns at 1e-4, the one-step-per-batch algorithms at 3e-4.
+    # Minibatch sizes count response tokens (a minibatch keeps whole completions). Each entry's
+    # comment is its source (``./run_all.sh help algo=X suite=llm_toy``); an entry applies to the
+    # algorithm's subclasses too (ppo_kl runs ppo_clip's, see ``Suite.defaults_for``).
+    _horizon = {
+        "num_envs": 128,           # prompts per batch, one completion each: 128 completions, as the groups below
+        "num_steps": 16,           # unused: a completion's length limit is suite.max_new_tokens
+        "gamma": 1.0,              # N+ details (Huang et al. 2024): gamma 1
+    }
     algo_defaults = {
-        "ppo_clip": {**_horizon, "lam": 0.95, "clip_eps": 0.2, "num_epochs": 4, "minibatch_size": 256,
-                     "adv_norm": "batch", "value_clip": True, "vf_coef": 0.1, "lr": 1e-4, "max_grad_norm": 1.0},
-        "ppo_kl": {**_horizon, "lam": 0.95, "num_epochs": 4, "minibatch_size": 256, "adv_norm": "batch",
-                   "value_clip": True, "vf_coef": 0.1, "lr": 1e-4, "max_grad_norm": 1.0},
+        # PPO as "The N+ Implementation Details of RLHF with PPO" (Huang et al. 2024; its ppo.py)
+        "ppo_clip": {**_horizon,
+                     "lam": 0.95,                # N+: lambda 0.95
+                     "clip_eps": 0.2,            # N+: cliprange 0.2 (value clipping uses it too: cliprange_value 0.2)
+                     "clip_anneal": False,       # N+ ppo.py: both clip ranges stay 0.2 for the whole run
+                     "lr_anneal": True,          # N+ ppo.py: the learning rate decays linearly to 0 (lrnow = frac * lr)
+                     "num_epochs": 4,            # N+: noptepochs 4
+                     "minibatch_size": 256,      # response tokens per minibatch (whole completions)
+                     "adv_norm": "batch",        # N+: advantages whitened over the batch
+                     "value_clip": True,         # N+: value clipping (cliprange_value 0.2)
+                     "vf_coef": 0.1,             # N+: vf_coef 0.1
+                     "lr": 1e-4,                 # short checks on task=sort: 1e-4 learns in 4 epochs, 1e-3 collapsed (N+'s 3e-6: 1B+ models)
+                     "max_grad_norm": 1.0},      # TRL (transformers TrainingArguments): max_grad_norm 1.0
         # TRPO: Fisher-vector products (double backward through the transformer) on a quarter of the batch
-        "trpo": {**_horizon, "lam": 0.95, "max_kl": 0.01, "vf_lr": 3e-4, "vf_epochs": 4, "vf_minibatch_size": 256,
-                 "fvp_fraction": 0.25},
-        "reinforce": {**_horizon, "baseline": "value", "lr": 3e-4, "vf_lr": 3e-4, "vf_epochs": 4,
-                      "vf_minibatch_size": 256, "max_grad_norm": 1.0},
-        # Value-free: G completions per prompt. One gradient step per batch, as TRL's GRPOTrainer
-        # (num_iterations=1) and DeepSeekMath (mu=1).
-        "grpo": {"group_size": 8, "num_groups": 16, "gamma": 1.0, "num_epochs": 1, "num_minibatches": 1,
-                 "lr": 3e-4, "max_grad_norm": 1.0},
-        "rloo": {"group_size": 4, "num_groups": 32, "gamma": 1.0, "lr": 3e-4, "max_grad_norm": 1.0},
-        "dapo": {"group_size": 8, "num_groups": 16, "gamma": 1.0, "num_epochs": 1, "num_minibatches": 1,
-                 "lr": 3e-4, "max_grad_norm": 1.0},
+        "trpo": {**_horizon,
+                 "lam": 0.95,                    # as PPO (N+)
+                 "max_kl": 0.01,                 # trpo_mpi: max_kl 0.01
+                 "vf_lr": 3e-4,                  # short checks on task=sort: the one-step-per-batch step size
+                 "vf_epochs": 4,                 # the critic fitted as PPO's: 4 epochs
+                 "vf_minibatch_size": 256,       # the critic fitted as PPO's: minibatches of 256 tokens
+                 "fvp_fraction": 0.25},          # a quarter of the batch (double backward through the transformer)
+        "reinforce": {**_horizon,
+                      "baseline": "value",       # the value baseline, fitted as PPO's critic
+                      "lr": 3e-4,                # short checks on task=sort: 3e-4 learns in one step per batch, 1e-3 collapsed
+                      "vf_lr": 3e-4,             # as lr
+                      "vf_epochs": 4,            # the critic fitted as PPO's: 4 epochs
+                      "vf_minibatch_size": 256,  # the critic fitted as PPO's: minibatches of 256 tokens
+                      "max_grad_norm": 1.0},     # TRL (transformers TrainingArguments): max_grad_norm 1.0
+        # Value-free: G completions per prompt.
+        "grpo": {"group_size": 8,                # G = 8: 16 prompts x 8 (the issue's TRL reference)
+                 "num_groups": 16,               # 16 prompts per batch
+                 "gamma": 1.0,                   # a completion's score is undiscounted
+                 "num_epochs": 1,                # one update per batch: DeepSeekMath (mu = 1), TRL GRPOTrainer (num_iterations=1)
+                 "num_minibatches": 1,           # one update per batch: DeepSeekMath (mu = 1), TRL GRPOTrainer (num_iterations=1)
+                 "lr": 3e-4,                     # short checks on task=sort: 3e-4 learns in one step per batch, 1e-3 collapsed
+                 "max_grad_norm": 1.0},          # TRL (transformers TrainingArguments): max_grad_norm 1.0
+        "rloo": {"group_size": 4,                # k = 4 (Ahmadian et al. 2024; TRL rloo_k 4)
+                 "num_groups": 32,               # 32 prompts x 4: 128 completions per batch
+                 "gamma": 1.0,                   # a completion's score is undiscounted
+                 "lr": 3e-4,                     # short checks on task=sort: 3e-4 learns in one step per batch, 1e-3 collapsed
+                 "max_grad_norm": 1.0},          # TRL (transformers TrainingArguments): max_grad_norm 1.0
+        # DAPO is a GRPO subclass: it runs grpo's entry, changed here. DAPO (Yu et al. 2025) takes
+        # 16 minibatch updates per rollout step (prompt batch 512 x 16 responses, mini-batch 512), so
+        # the ratio leaves 1 and clip-higher acts; 4 minibatches of 4 prompts (32 completions) keep
+        # the run cheap on 16 prompts per batch.
+        "dapo": {"num_epochs": 1,                # DAPO: every completion used once per rollout step
+                 "num_minibatches": 4,           # DAPO: several updates per rollout step (16 there; 4 here, 4 prompts each)
+                 "lr": 3e-4},                    # grpo's one-step-per-batch step size, not re-tuned for 4 updates per batch
     }
 
     def __init__(self):
