@@ -1,10 +1,17 @@
-"""``./run_all.sh report ...`` and ``./run_all.sh compare ...`` (dispatched here by ``harness.cli``).
+"""``./run_all.sh report ...`` (dispatched here by ``harness.cli``).
 
     report  [suite=mujoco] [results_dir=results] [steps=N] [reps=2000]
-    compare candidate=X baseline=Y [suite=mujoco] [results_dir=results] [jobs=N] [seeds=N] [reps=2000]
 
-Exit codes: report 0 (written); compare 0 better, 1 worse, 3 inconclusive; both 2 on bad input
-(one line on stderr; nothing stored is deleted or overwritten).
+Exit codes: 0 (written); 2 on bad input (one line on stderr; nothing stored is deleted or
+overwritten).
+
+``./run_all.sh compare`` is ``harness/compare.py``: it may run the runs either side is missing,
+which analysis never does, then compares the stored runs with ``analysis.compare.compare_stored``.
+Its exit codes are the verdict's (``analysis.compare.EXIT``): 0 better, 1 worse, 3 inconclusive
+(more seeds may settle it), 4 identical (the candidate's runs equal the baseline's on every
+environment and seed, timing columns aside: its change never acted, and no number of seeds would
+separate them); 2 bad input, or the two sides ran different protocols in a setting the candidate
+does not ask for (``allow_protocol_diff=true`` compares anyway).
 """
 from __future__ import annotations
 
@@ -18,17 +25,9 @@ USAGE = {
   Tables (the paper's, with 95% bootstrap CIs), figures and an HTML + Markdown report per suite,
   written to <results_dir>/reports/<suite>/index.html and report.md. Without suite=, every suite
   with results. steps= picks one budget when a suite holds runs of several.""",
-    "compare": """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [results_dir=results] [jobs=N] [seeds=N] [reps=2000]
-
-  Runs the candidate's missing runs (the baseline's environments, seeds and budget), then prints per
-  environment and in aggregate X - Y and P(X > Y) with 95% CIs, and a verdict:
-  better (exit 0), worse (exit 1) or inconclusive (exit 3, with the seeds that would likely settle it).
-  seeds=N extends both to seeds 0..N-1. X and Y are labels: algo[+key=value...], e.g. ppo_clip+clip_eps=0.3.""",
 }
 KEYS = {
     "report": {"suite": str, "results_dir": str, "steps": int, "reps": int},
-    "compare": {"candidate": str, "baseline": str, "suite": str, "results_dir": str, "jobs": int, "seeds": int,
-                "reps": int},
 }
 
 
@@ -58,9 +57,13 @@ def _parse(command: str, words: list[str]) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    """``argv[0]`` is ``report`` or ``compare``; the rest are key=value words."""
+    """``argv[0]`` is ``report``; the rest are key=value words."""
+    if argv and argv[0] == "compare":
+        print("error: compare runs missing runs, which analysis never does: use ./run_all.sh compare "
+              "(harness/compare.py)", file=sys.stderr)
+        return 2
     if not argv or argv[0] not in USAGE:
-        print("usage: ./run_all.sh report|compare key=value ...", file=sys.stderr)
+        print("usage: ./run_all.sh report key=value ...", file=sys.stderr)
         return 2
     command, words = argv[0], argv[1:]
     if any(w in ("-h", "--help", "help") for w in words):
@@ -68,9 +71,7 @@ def main(argv: list[str]) -> int:
         return 0
     try:
         args = _parse(command, words)
-        if command == "report":
-            return _report(args)
-        return _compare(args)
+        return _report(args)
     except AnalysisError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -107,15 +108,3 @@ def _report(args: dict) -> int:
     if not made:
         raise AnalysisError(f"no completed runs under {results_dir}")
     return 0
-
-
-def _compare(args: dict) -> int:
-    from analysis.compare import run_compare
-    from analysis.stats import DEFAULT_REPS
-    for key in ("candidate", "baseline"):
-        if key not in args:
-            raise AnalysisError(f"compare: {key}= is required (e.g. candidate=ppo_clip+clip_eps=0.3 baseline=ppo_clip)")
-    comparison = run_compare(args["candidate"], args["baseline"], suite=args.get("suite", "mujoco"),
-                             results_dir=args.get("results_dir", "results"), jobs=args.get("jobs"),
-                             seeds=args.get("seeds"), reps=args.get("reps", DEFAULT_REPS))
-    return comparison.exit_code

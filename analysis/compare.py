@@ -1,36 +1,56 @@
-"""Checking a new variant: ``compare candidate=X baseline=Y``.
+"""Checking a new variant: the comparison of a candidate's stored runs with a baseline's.
 
-1. The baseline's done runs fix the protocol: its environments, seeds and budget (``steps``, and
-   its evaluation settings).
-2. Whatever candidate runs of that protocol are missing are planned through the harness (the
-   candidate label ``algo+key=value+...`` becomes ``algo=<algo>`` with ``algo.<key>=<value>``
-   overrides, ``suite.<key>=`` and ``preset=`` parts likewise) and run with the local executor.
-3. Per environment and in aggregate: the score difference X − Y with its 95% CI and the
-   probability of improvement P(X > Y) with its 95% CI (rliable, stratified bootstrap, fixed seed).
-4. The verdict, from the aggregate P(X > Y): ``better`` when its CI lies entirely above 0.5,
-   ``worse`` when entirely below, ``inconclusive`` otherwise, with the number of seeds per
-   environment that would likely settle it. Exit codes 0 / 1 / 3 (2: bad input).
+Analysis is a function of stored results: it never plans or trains. ``./run_all.sh compare``
+(``harness/compare.py``) makes sure both sides' runs exist at one protocol, runs what is missing,
+then calls ``compare_stored`` here, which
+
+1. checks that both sides ran the same protocol: every resolved setting of the runs' ``run.json``
+   ``config`` that differs between candidate and baseline is printed (``protocol_differences``),
+   and compare refuses (``ProtocolError``, exit 2) when a difference is one nobody asked for:
+   anything outside the algorithm options (suite options not set by a label, ``steps``,
+   ``eval_every``, ``eval_episodes``, ``device``, the environments, the seeds) and, for an algorithm
+   option both sides share, a value that neither side's *definition* sets: its class's ``Config``
+   defaults with the suite's defaults for that class, and the ``+key=value`` parts of its label
+   (``preset=`` included). Options only one side's class has are that side's own. Where a run was
+   made (``results_dir``), how often it checkpointed and its torch threads are not its protocol.
+   ``allow_protocol_diff=True`` compares anyway, and the printout says so plainly;
+2. per environment and in aggregate: the score difference X − Y with its 95% CI and the probability
+   of improvement P(X > Y) with its 95% CI (rliable, stratified bootstrap, fixed seed);
+3. the verdict, from the aggregate P(X > Y): ``better`` when its CI lies entirely above 0.5, ``worse``
+   when entirely below, ``inconclusive`` otherwise, with the number of seeds per environment that
+   would likely settle it; ``identical`` when the candidate's runs wrote exactly the baseline's
+   episodes, evaluations and metrics (timing columns aside) on every environment and seed: the
+   change never acted at this budget, and no number of seeds would separate them.
+   Exit codes (``EXIT``): 0 better, 1 worse, 3 inconclusive, 4 identical; 2 is bad input or a
+   refused protocol.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Any, Callable, TextIO
 
 import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.load import AnalysisError, Results, ResultsWarning, load_results, split_label, variant_overrides
+from analysis.load import AnalysisError, ResultsWarning, load_results, split_label, variant_overrides
 from analysis.scores import SCORE_NAMES, random_scores, run_scores, scoring
 from analysis.tables import digits_for
+from core.results import same_learning
 
-EXIT = {"better": 0, "worse": 1, "inconclusive": 3}
+EXIT = {"better": 0, "worse": 1, "inconclusive": 3, "identical": 4}
 MAX_SEEDS = 100          # past this, "more than 100 seeds" (the difference is too small to matter)
 MIN_SEEDS = 2            # fewer runs per environment give a bootstrap with no spread
+
+
+class ProtocolError(AnalysisError):
+    """The two sides ran different protocols in a way nobody asked for (compare refuses)."""
 
 
 @dataclass
@@ -42,6 +62,16 @@ class EnvResult:
     mean_y: float
     diff: tuple[float, float, float]
     poi: tuple[float, float, float]
+
+
+@dataclass
+class ProtocolDifference:
+    """One resolved setting whose value differs between the candidate's and the baseline's runs."""
+    setting: str             # steps, eval_every, device, algo.<option>, suite.<option>, environments, seeds
+    candidate: str           # its value(s) in the candidate's runs, as text
+    baseline: str
+    asked: bool              # set by one side's definition (label, class defaults): a deliberate difference
+    why: str                 # who asks for it, or why it is not the candidate's to change
 
 
 @dataclass
@@ -60,6 +90,8 @@ class Comparison:
     reason: str
     seeds_needed: int | None                                # for an inconclusive verdict (None: no estimate)
     notes: list[str] = field(default_factory=list)
+    protocol: list[ProtocolDifference] = field(default_factory=list)   # every setting that differs
+    protocol_overridden: bool = False                       # refused differences compared anyway (allow_protocol_diff)
 
     @property
     def exit_code(self) -> int:
@@ -148,7 +180,46 @@ def compare_scores(scores: pd.DataFrame, candidate: str, baseline: str, random: 
 
 
 # ---------------------------------------------------------------------------------------
-# planning the missing candidate runs
+# the protocol: what both sides ran, and which differences were asked for
+
+IGNORED_SETTINGS = ("results_dir", "checkpoint_every", "threads")    # where and how fast, not what
+RUN_IDENTITY = ("suite", "env", "algo", "variant", "seed")            # compared by pairing runs
+MISSING = "(not recorded)"
+
+
+def _plain(value: Any) -> Any:
+    """A value as read back from run.json (tuples become lists)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def protocol_settings(config: dict | None) -> dict[str, Any]:
+    """A run's resolved config as flat protocol settings: the top-level keys but a run's identity
+    and ``IGNORED_SETTINGS``, with ``algo_cfg`` / ``suite_cfg`` spread into ``algo.<option>`` /
+    ``suite.<option>``."""
+    out: dict[str, Any] = {}
+    for key, value in (config or {}).items():
+        if key in IGNORED_SETTINGS or key in RUN_IDENTITY:
+            continue
+        if key in ("algo_cfg", "suite_cfg") and isinstance(value, dict):
+            prefix = "algo." if key == "algo_cfg" else "suite."
+            out.update({prefix + k: _plain(v) for k, v in value.items()})
+        else:
+            out[key] = _plain(value)
+    return out
+
+
+def _text(value: Any) -> str:
+    """A value as a label writes it (``format_value`` of the harness)."""
+    if value is MISSING:
+        return MISSING
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(_text(v) for v in value)
+    if value is None:
+        return "none"
+    return str(value)
+
 
 def candidate_overrides(label: str) -> tuple[str, dict[str, str], dict[str, str], dict[str, str]]:
     """``"ppo_clip+clip_eps=0.3+suite.obs_norm=false"`` -> (algo, top, algo overrides, suite overrides)."""
@@ -166,31 +237,143 @@ def candidate_overrides(label: str) -> tuple[str, dict[str, str], dict[str, str]
     return algo, top, algo_o, suite_o
 
 
-def plan_candidate(candidate: str, baseline_runs: pd.DataFrame, results_dir: str | Path, suite: str,
-                   wanted: set[tuple[str, int]]):
-    """The harness RunConfigs of ``candidate`` for the (env, seed) pairs in ``wanted``, with the
-    baseline's budget and evaluation settings."""
-    from harness.config import ConfigError, parse_sweep, plan_runs, split_args
-    algo, top, algo_o, suite_o = candidate_overrides(candidate)
-    config = baseline_runs.iloc[0]["config"] or {}
-    envs = sorted({e for e, _ in wanted})
-    words = {"suite": suite, "algo": algo, "env": ",".join(envs), "seeds": str(max(s for _, s in wanted) + 1),
-             "steps": str(int(baseline_runs.iloc[0]["steps"])), "results_dir": str(results_dir), **top}
-    for key in ("eval_every", "eval_episodes", "checkpoint_every", "device"):
-        if config.get(key) is not None:
-            words[key] = str(config[key])
-    argv = ([f"{k}={v}" for k, v in words.items()] + [f"algo.{k}={v}" for k, v in algo_o.items()]
-            + [f"suite.{k}={v}" for k, v in suite_o.items()])
+@dataclass
+class Definition:
+    """What a label asks for: its algorithm class's options and defaults (with the suite's defaults
+    for that class) and the options its ``+key=value`` parts (and ``preset=``) set."""
+    label: str
+    algo: str
+    options: set[str] | None             # the class's Config fields (None: the class is not registered here)
+    defaults: dict[str, Any]
+    algo_set: dict[str, str]
+    suite_set: dict[str, str]
+
+
+def label_definition(label: str, suite: str) -> Definition:
+    algo, top, algo_set, suite_set = candidate_overrides(label)
+    options, defaults = None, {}
     try:
-        top_args, algo_args, suite_args = split_args(argv)
-        runs = plan_runs(parse_sweep(top_args), algo_args, suite_args)
-    except ConfigError as exc:
-        raise AnalysisError(f"cannot plan the runs of {candidate}: {exc}") from None
-    return [r for r in runs if (r.env, r.seed) in wanted]
+        import algos
+        cls = algos.get(algo)
+    except Exception:  # noqa: BLE001 - results outlive code: a label whose class is gone is judged on its runs
+        cls = None
+    suite_obj = None
+    try:
+        import suites
+        suite_obj = suites.get(suite)
+    except Exception:  # noqa: BLE001
+        pass
+    if cls is not None:
+        fields = dataclasses.fields(cls.Config)
+        options = {f.name for f in fields}
+        for f in fields:
+            if f.default is not dataclasses.MISSING:
+                defaults[f.name] = _plain(f.default)
+            elif f.default_factory is not dataclasses.MISSING:
+                defaults[f.name] = _plain(f.default_factory())
+        if suite_obj is not None:
+            resolve = getattr(suite_obj, "defaults_for", None)
+            suite_defaults = resolve(cls) if callable(resolve) else suite_obj.algo_defaults.get(algo, {})
+            defaults.update({k: _plain(v) for k, v in suite_defaults.items() if k in options})
+    preset = top.get("preset")
+    if preset is not None and suite_obj is not None:
+        for key, value in getattr(suite_obj, "presets", {}).get(preset, {}).items():
+            if key.startswith("algo.") and (options is None or key[5:] in options):
+                algo_set.setdefault(key[5:], _text(value))
+            elif key.startswith("suite."):
+                suite_set.setdefault(key[6:], _text(value))
+    return Definition(label, algo, options, defaults, algo_set, suite_set)
+
+
+def _why_asked(setting: str, x: Definition, y: Definition, x_has: bool, y_has: bool) -> tuple[bool, str]:
+    if setting.startswith("suite."):
+        key = setting[6:]
+        if x.suite_set.get(key) != y.suite_set.get(key):
+            side = x if key in x.suite_set else y
+            return True, f"set by {'the candidate' if side is x else 'the baseline'}'s label ({side.label})"
+        return False, "a suite option neither label sets"
+    if setting.startswith("algo."):
+        key = setting[5:]
+        x_own = key in x.options if x.options is not None else x_has
+        y_own = key in y.options if y.options is not None else y_has
+        if x_own and not y_own:
+            return True, f"an option only the candidate's algorithm ({x.algo}) has"
+        if y_own and not x_own:
+            return True, f"an option only the baseline's algorithm ({y.algo}) has"
+        if x.algo_set.get(key) != y.algo_set.get(key):
+            side = x if key in x.algo_set else y
+            return True, f"set by {'the candidate' if side is x else 'the baseline'}'s label ({side.label})"
+        if key not in x.algo_set and x.defaults.get(key, MISSING) != y.defaults.get(key, MISSING):
+            return True, f"{x.algo}'s definition defaults to {_text(x.defaults.get(key, MISSING))}"
+        return False, "neither side's definition sets it (label or class defaults)"
+    if setting in ("environments", "seeds"):
+        return False, "both sides must run the same environments and seeds"
+    return False, "not an algorithm option: both sides must share it"
+
+
+def protocol_differences(candidate: str, baseline: str, suite: str, x_configs: dict[tuple[str, int], dict],
+                         y_configs: dict[tuple[str, int], dict]) -> list[ProtocolDifference]:
+    """Every resolved setting that differs between the candidate's runs and the baseline's.
+    ``x_configs`` / ``y_configs``: each side's run configs (``run.json`` ``config``) by (env, seed);
+    runs are paired by (env, seed), and the environments and seeds themselves are compared too."""
+    x_def, y_def = label_definition(candidate, suite), label_definition(baseline, suite)
+    out: list[ProtocolDifference] = []
+    x_envs, y_envs = {e for e, _ in x_configs}, {e for e, _ in y_configs}
+    if x_envs != y_envs:
+        out.append(ProtocolDifference("environments", ", ".join(sorted(x_envs)) or "none",
+                                      ", ".join(sorted(y_envs)) or "none", False, ""))
+    seeds_of = lambda configs, env: sorted(s for e, s in configs if e == env)  # noqa: E731
+    uneven = [e for e in sorted(x_envs & y_envs) if seeds_of(x_configs, e) != seeds_of(y_configs, e)]
+    if uneven:
+        fmt = lambda configs: "; ".join(f"{e}: {','.join(map(str, seeds_of(configs, e)))}" for e in uneven)  # noqa: E731
+        out.append(ProtocolDifference("seeds", fmt(x_configs), fmt(y_configs), False, ""))
+    values: dict[str, tuple[list, list]] = {}
+    for pair in sorted(set(x_configs) & set(y_configs)):
+        xs, ys = protocol_settings(x_configs[pair]), protocol_settings(y_configs[pair])
+        for setting in list(xs) + [k for k in ys if k not in xs]:
+            xv, yv = xs.get(setting, MISSING), ys.get(setting, MISSING)
+            if xv != yv:
+                seen = values.setdefault(setting, ([], []))
+                seen[0].append(_text(xv))
+                seen[1].append(_text(yv))
+    for setting, (xv, yv) in values.items():
+        x_has = any(v != MISSING for v in xv)
+        y_has = any(v != MISSING for v in yv)
+        asked, why = _why_asked(setting, x_def, y_def, x_has, y_has)
+        out.append(ProtocolDifference(setting, " | ".join(dict.fromkeys(xv)), " | ".join(dict.fromkeys(yv)), asked, why))
+    for d in out:
+        if not d.why:
+            d.why = _why_asked(d.setting, x_def, y_def, True, True)[1]
+    order = {"environments": 0, "seeds": 1}
+    return sorted(out, key=lambda d: (order.get(d.setting, 2 if "." not in d.setting else 3), d.setting))
+
+
+def format_protocol(diffs: list[ProtocolDifference], candidate: str, baseline: str) -> str:
+    if not diffs:
+        return "protocol: candidate and baseline ran the same resolved settings"
+    lines = [f"protocol: {len(diffs)} resolved setting(s) differ between X = {candidate} and Y = {baseline}:"]
+    header = ["setting", "X", "Y", ""]
+    rows = [[d.setting, d.candidate, d.baseline, ("asked for: " if d.asked else "NOT ASKED FOR: ") + d.why]
+            for d in diffs]
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(3)]
+    for row in [header] + rows:
+        lines.append("  " + "  ".join(v.ljust(w) for v, w in zip(row[:3], widths)) + "  " + row[3])
+    return "\n".join(lines).rstrip()
+
+
+def refused(diffs: list[ProtocolDifference]) -> list[ProtocolDifference]:
+    return [d for d in diffs if not d.asked]
+
+
+def protocol_error(diffs: list[ProtocolDifference], candidate: str) -> ProtocolError:
+    names = ", ".join(d.setting for d in refused(diffs))
+    return ProtocolError(f"the candidate's and the baseline's runs differ in {names}, which {candidate} does not "
+                         f"ask for (not in its label or its algorithm's defaults): not one protocol; compare them at "
+                         f"one protocol (see ./run_all.sh compare help) or pass allow_protocol_diff=true to compare anyway")
 
 
 # ---------------------------------------------------------------------------------------
-# the command
+# the comparison of stored runs
 
 def _fmt(x: float, d: int, sign: bool = False) -> str:
     return f"{x:+.{d}f}" if sign else f"{x:.{d}f}"
@@ -200,7 +383,12 @@ def format_comparison(c: Comparison) -> str:
     lines = [f"compare: X = {c.candidate}  vs  Y = {c.baseline}   (suite {c.suite}, {len(c.envs)} environment(s), "
              f"{c.seeds} seed(s) each in the aggregate, {c.steps:,} steps)",
              f"score: {SCORE_NAMES[scoring(c.suite)['score']]}; 95% CIs by stratified bootstrap "
-             f"(rliable, seed {stats.BOOTSTRAP_SEED})", ""]
+             f"(rliable, seed {stats.BOOTSTRAP_SEED})", format_protocol(c.protocol, c.candidate, c.baseline)]
+    if c.protocol_overridden:
+        lines.append(f"WARNING: NOT ONE PROTOCOL: X and Y also differ in {', '.join(d.setting for d in refused(c.protocol))}, "
+                     f"which X does not ask for; compared anyway because allow_protocol_diff=true, so the numbers "
+                     f"below do not isolate X's change")
+    lines.append("")
     header = ["environment", "n X/Y", "X mean", "Y mean", "X − Y [95% CI]", "P(X > Y) [95% CI]"]
     rows = []
     for e in c.envs:
@@ -225,89 +413,49 @@ def format_comparison(c: Comparison) -> str:
                  "P(X > Y): chance that a run of X beats a run of Y on the same environment, averaged over environments")
     for note in c.notes:
         lines.append(f"note: {note}")
-    lines += ["", f"verdict: {c.verdict} — {c.reason}"]
+    verdict = f"verdict: {c.verdict} — {c.reason}"
+    if c.protocol_overridden:
+        verdict += " (NOT one protocol: allow_protocol_diff=true)"
+    lines += ["", verdict]
     return "\n".join(lines)
 
 
-def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_dir: str | Path = "results",
-                jobs: int | None = None, seeds: int | None = None, reps: int = stats.DEFAULT_REPS,
-                out: TextIO | None = None, err: TextIO | None = None, executor: Callable | None = None,
-                measure_random: Callable[[str], dict] | None = None) -> Comparison:
-    """Run the missing candidate runs, then compare (see the module docstring). ``seeds`` extends
-    both candidate and baseline to seeds 0..seeds-1 (running what is missing). Raises AnalysisError
-    on bad input; nothing stored is deleted or overwritten."""
-    from core.results import is_done
+def _side(runs: pd.DataFrame, label: str, pairs: set[tuple[str, int]] | None) -> dict[tuple[str, int], dict]:
+    mine = runs[runs["label"] == label]
+    out = {(r["env"], int(r["seed"])): r for r in mine.to_dict("records")}
+    return {k: v for k, v in out.items() if pairs is None or k in pairs}
+
+
+def compare_stored(candidate: str, baseline: str, suite: str = "mujoco", results_dir: str | Path = "results",
+                   pairs: set[tuple[str, int]] | None = None, steps: int | None = None,
+                   reps: int = stats.DEFAULT_REPS, allow_protocol_diff: bool = False,
+                   out: TextIO | None = None, err: TextIO | None = None,
+                   measure_random: Callable[[str], dict] | None = None) -> Comparison:
+    """Compare the done runs of ``candidate`` and ``baseline`` at ``steps`` (default: the budget with
+    the most done runs), on the (env, seed) ``pairs`` given (default: all), as the module docstring
+    says; prints the protocol and the comparison to ``out``. Raises ``ProtocolError`` (after printing
+    the differing settings) when the protocols differ unasked and ``allow_protocol_diff`` is false,
+    ``AnalysisError`` on bad input. Reads only; runs nothing."""
     out, err = out or sys.stdout, err or sys.stderr
-    if candidate == baseline:
-        raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")
     root = Path(results_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResultsWarning)
-        # reads the two settings' episodes.csv now: a corrupt file stops compare before anything runs
-        everything = load_results(root, suite, sources=("episodes.csv",), require_done=False,
-                                  labels=(candidate, baseline))
-    runs = everything.runs
-    base = runs[(runs["label"] == baseline) & runs["done"]]
-    if base.empty:
-        have = sorted(runs.loc[runs["done"], "label"].unique())
-        raise AnalysisError(f"baseline {baseline} has no done runs in {root / suite}"
-                            + (f" (settings with done runs: {', '.join(have)})" if have else ""))
-    budgets = base["steps"].dropna().astype(int).value_counts()
-    steps = int(budgets.index[0])
-    if len(budgets) > 1:
-        print(f"note: baseline {baseline} has runs at several budgets ({', '.join(f'{s:,}' for s in budgets.index)}); "
-              f"comparing at steps={steps:,} (its most common)", file=err)
-    base = base[base["steps"] == steps]
-    wanted = set(zip(base["env"], base["seed"].astype(int)))
-    if seeds is not None:
-        wanted |= {(e, s) for e in set(base["env"]) for s in range(seeds)}
-
-    cand = runs[runs["label"] == candidate]
-    cand_done = cand[cand["done"]]
-    for label, done in ((candidate, cand_done), (baseline, runs[(runs["label"] == baseline) & runs["done"]])):
-        clash = done[(done["steps"] != steps) & done.apply(lambda r: (r["env"], int(r["seed"])) in wanted, axis=1)]
-        if not clash.empty:
-            r = clash.iloc[0]
-            raise AnalysisError(f"{label} already has a done run at another budget where compare would run one "
-                                f"({r['run_id']} at steps={int(r['steps']):,}; the baseline's budget is "
-                                f"steps={steps:,}); it would be overwritten: use another results_dir")
-    have = set(zip(cand_done.loc[cand_done["steps"] == steps, "env"], cand_done.loc[cand_done["steps"] == steps, "seed"].astype(int)))
-    missing_x = sorted(wanted - have)
-    missing_y = sorted(wanted - set(zip(base["env"], base["seed"].astype(int))))
-    todo = []
-    if missing_x:
-        planned = plan_candidate(candidate, base, root, suite, set(missing_x))
-        if planned and planned[0].label != candidate:       # e.g. clip_eps=.3 is stored as clip_eps=0.3
-            print(f"note: {candidate} is stored as {planned[0].label}", file=err)
-            return run_compare(planned[0].label, baseline, suite, results_dir, jobs, seeds, reps, out, err,
-                               executor, measure_random)
-        todo += [r for r in planned if not is_done(r.run_dir)]
-    if missing_y:
-        todo += [r for r in plan_candidate(baseline, base, root, suite, set(missing_y)) if not is_done(r.run_dir)]
-    if todo:
-        labels = sorted({r.label for r in todo})
-        print(f"compare: running {len(todo)} missing run(s) of {', '.join(labels)} "
-              f"({len({r.env for r in todo})} env(s), {steps:,} steps each)", file=err)
-        if executor is None:
-            from harness.executor import run_local
-            executor = run_local
-        import os
-        results = executor(todo, max(1, min(jobs or os.cpu_count() or 1, len(todo))))
-        elsewhere = [r for r in results if r.get("status") == "running elsewhere"]
-        failed = [r for r in results if r.get("status") not in ("done", "running elsewhere")]
-        if failed:
-            raise AnalysisError(f"{len(failed)} of the missing run(s) failed (e.g. {failed[0]['run_id']}: "
-                                f"{failed[0].get('error')}); nothing to compare on them")
-        if elsewhere:
-            raise AnalysisError(f"{len(elsewhere)} of the missing run(s) are being run by another sweep (e.g. "
-                                f"{elsewhere[0]['run_id']}); compare again when it has finished")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResultsWarning)
         results = load_results(root, suite, steps=steps, sources=("episodes.csv",), labels=(candidate, baseline))
+    runs = results.analysed if "analysed" in results.runs else results.runs
+    x_runs, y_runs = _side(runs, candidate, pairs), _side(runs, baseline, pairs)
+    if not y_runs:
+        raise AnalysisError(f"baseline {baseline} has no done runs to compare in {root / suite}")
+    if not x_runs:
+        raise AnalysisError(f"candidate {candidate} has no done runs to compare in {root / suite}")
+    steps = results.budgets.get(suite, steps)
+    diffs = protocol_differences(candidate, baseline, suite, {k: r["config"] for k, r in x_runs.items()},
+                                 {k: r["config"] for k, r in y_runs.items()})
+    if refused(diffs) and not allow_protocol_diff:
+        print(format_protocol(diffs, candidate, baseline), file=out)
+        raise protocol_error(diffs, candidate)
     scores = run_scores(results, scoring(suite)["score"], suite)
+    wanted = set(x_runs) | set(y_runs)
     scores = scores[scores.apply(lambda r: (r["env"], int(r["seed"])) in wanted, axis=1)]
-    if scores[scores["label"] == candidate].empty:
-        raise AnalysisError(f"candidate {candidate} has no done runs to compare")
     random = None
     if scoring(suite)["normalise"] == "random-best":
         random, problems = random_scores(root, suite, sorted(set(scores["env"])), measure_random)
@@ -317,6 +465,20 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
         from analysis.reference import atari49, atari_game
         table = atari49().set_index("game")
         random = {e: float(table.loc[atari_game(e), "random"]) for e in set(scores["env"]) if atari_game(e)}
-    comparison = compare_scores(scores, candidate, baseline, random, reps, suite, steps)
+    comparison = compare_scores(scores, candidate, baseline, random, reps, suite, int(steps or 0))
+    comparison.protocol = diffs
+    comparison.protocol_overridden = bool(refused(diffs))
+    common = sorted(set(x_runs) & set(y_runs))
+    same = [p for p in common if same_learning(Path(x_runs[p]["path"]), Path(y_runs[p]["path"]))]
+    if common and len(same) == len(common) and set(x_runs) == set(y_runs):
+        comparison.verdict = "identical"
+        comparison.seeds_needed = None
+        comparison.reason = (f"the candidate's runs are identical to the baseline's on every environment and seed "
+                             f"({len(common)} run(s): the same episodes, evaluations and update metrics, timing "
+                             f"aside): the change never acted at this budget")
+    elif same:
+        comparison.notes.append(f"{len(same)} of the {len(common)} paired run(s) are identical to the baseline's "
+                                f"(the change did not act there): "
+                                + ", ".join(f"{e} seed {s}" for e, s in same[:5]) + (" ..." if len(same) > 5 else ""))
     print(format_comparison(comparison), file=out)
     return comparison

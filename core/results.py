@@ -232,3 +232,100 @@ def git_commit() -> str | None:
         return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+# ---------------------------------------------------------------------------------------
+# the code that produced a run, and whether two runs learned the same thing
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _git(*args: str) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def source_file_record(path: Path) -> dict[str, Any]:
+    """One source file as ``run.json`` records it: ``path`` (relative to the repository when inside
+    it), ``sha256`` of its bytes, ``tracked`` (git tracks it and it is unchanged from HEAD, staged
+    changes included; None when git cannot tell) and, unless tracked, its full ``text``: a file git
+    does not hold at HEAD is otherwise not identifiable from the commit."""
+    path = Path(path).resolve()
+    data = path.read_bytes()
+    try:
+        rel = path.relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        rel = None
+    tracked: bool | None = False
+    if rel is not None:
+        listed = _git("ls-files", "--error-unmatch", "--", rel)
+        status = _git("status", "--porcelain", "--untracked-files=all", "--", rel)
+        if listed is None or status is None or status.returncode != 0:
+            tracked = None
+        else:
+            tracked = listed.returncode == 0 and not status.stdout.strip()
+    entry: dict[str, Any] = {"path": rel if rel is not None else str(path),
+                             "sha256": hashlib.sha256(data).hexdigest(), "tracked": tracked}
+    if tracked is not True:
+        entry["text"] = data.decode("utf-8", errors="replace")
+    return entry
+
+
+def algorithm_source(cls: type) -> list[dict[str, Any]]:
+    """The source of an algorithm class, for ``run.json``'s ``algo_source``: one entry for ``cls``
+    and one for each ancestor class defined in ``algos/`` (its MRO), each ``{"class", "path",
+    "sha256", "tracked"}`` plus ``"text"`` (the whole file) when git does not track the file unchanged
+    (a new variant's file, a modified built-in). ``cls`` itself is recorded wherever it is defined.
+    Never raises: a class whose file cannot be read is recorded with an ``error``."""
+    import inspect
+    algos_dir = REPO_ROOT / "algos"
+    out = []
+    for klass in inspect.getmro(cls):
+        name = f"{klass.__module__}.{klass.__qualname__}"
+        try:
+            file = inspect.getsourcefile(klass)
+        except (TypeError, OSError):   # built into Python (object, ABC), or its module is not in sys.modules
+            # a method's code object still names the file the class was defined in
+            codes = [getattr(v, "__code__", None) for v in vars(klass).values()]
+            file = next((c.co_filename for c in codes if c is not None), None)
+        if file is None:
+            if klass is cls:
+                out.append({"class": name, "error": "no source file"})
+            continue
+        path = Path(file).resolve()
+        if klass is not cls and not path.is_relative_to(algos_dir):
+            continue
+        try:
+            out.append({"class": name, **source_file_record(path)})
+        except OSError as exc:
+            out.append({"class": name, "path": str(path), "error": f"cannot read: {exc.strerror or exc}"})
+    return out
+
+
+LEARNING_FILES = ("episodes.csv", "evals.csv", "metrics.csv")
+
+
+def learning_rows(path: Path) -> tuple[list[str], list[list[str]]] | None:
+    """A result CSV's header and rows as text, without its timing columns (``is_timing_column``);
+    None if the file is missing."""
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return None
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        return [], []
+    keep = [i for i, column in enumerate(rows[0]) if not is_timing_column(column)]
+    return [rows[0][i] for i in keep], [[row[i] if i < len(row) else "" for i in keep] for row in rows[1:]]
+
+
+def same_learning(run_dir_a: Path, run_dir_b: Path, files: tuple[str, ...] = LEARNING_FILES) -> bool:
+    """Whether two runs wrote the same episodes, evaluations and per-update metrics, cell for cell
+    as written, ignoring the columns that measure time (they differ between identical runs)."""
+    for name in files:
+        a, b = learning_rows(Path(run_dir_a) / name), learning_rows(Path(run_dir_b) / name)
+        if a != b:
+            return False
+    return True

@@ -17,7 +17,7 @@ from core.results import ResultsDirError, check_results_dir, done_problem, is_do
 USAGE = """usage: ./run_all.sh [key=value ...]
 
   suite=mujoco            the suite to run
-  algo=ppo_clip,trpo      algorithms (default: all seven)
+  algo=ppo_clip,trpo      algorithms (default: the seven built-ins; a variant in algos/ runs when named)
   env=Hopper-v5           environments (default: the scale's list)
   scale=smoke|quick|paper budget preset (default: paper)
   seeds=3 steps=1000000   override the scale's seeds and steps per run
@@ -50,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in ("-h", "--help", "help"):
         return _help(argv[1:])
-    if argv and argv[0] in ("report", "compare"):
+    if argv and argv[0] == "compare":   # runs what either side is missing, then analysis compares
+        from harness.compare import main as compare_main
+        return compare_main(argv)
+    if argv and argv[0] == "report":
         from analysis.cli import main as analysis_main
         return analysis_main(argv)
     try:
@@ -135,8 +138,9 @@ def _help(argv: list[str]) -> int:
         print(f"suite {suite.name} (suite.<option>=value):")
         print(describe(suite.Config, "suite."))
         for name, cls in classes.items():
-            print(f"\n{name}, {cls.rollout} rollout (algo.<option>=value; defaults on suite {suite.name}):")
-            print(describe(cls.Config, "algo.", suite.algo_defaults.get(name)))
+            print(f"\n{name}, {cls.rollout} rollout (algo.<option>=value; defaults on suite {suite.name}, "
+                  f"each with its source; [suite {suite.name}]: the suite's protocol):")
+            print(describe(cls.Config, "algo.", suite.defaults_for(cls), suite.default_sources(cls)))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ import torch
 import algos
 import suites
 from harness.config import RunConfig
+from core.results import algorithm_source
 from core.results import (EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, atomic_write_bytes, atomic_write_text,
                              comparable_config, git_commit, now, package_versions, read_run_json, write_csv)
 
@@ -72,6 +73,8 @@ def train(run: RunConfig, progress: Callable[[int], None] | None = None,
         "git_commit": git_commit(), "device": run.device, "host": os.uname().nodename, "pid": os.getpid(),
         "start_time": now(), "end_time": None, "status": "running", "error": None, "global_step": 0,
         "resumed_from": None, "warnings": [],
+        # the algorithm's own files (a variant's may be untracked, so the commit alone does not identify it)
+        "algo_source": algorithm_source(algos.get(run.algo)),
     }
     previous = read_run_json(run_dir)
     if previous and comparable_config(previous.get("config")) == comparable_config(record["config"]):

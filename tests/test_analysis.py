@@ -1,6 +1,7 @@
 """The analysis on synthetic results with known answers, written in the real layout."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -15,13 +16,14 @@ from rliable import metrics as rlm
 
 from analysis import stats
 from analysis.cli import main as analysis_main
-from analysis.compare import compare_scores, run_compare, verdict_from_poi
+from analysis.compare import compare_scores, verdict_from_poi
 from analysis.load import AnalysisError, ResultsWarning, load_results, order_labels, split_label
 from analysis.reference import TABLE1, TABLE2, atari49, atari_game
 from analysis.report import build_report
 from analysis.scores import (human_normalise, normalise_random_best, published_atari_scores, random_scores,
                              run_scores, score_dict, win_counts)
 from analysis.synthetic import write_random_cache, write_run, write_setting
+from harness.compare import main as compare_main, run_compare
 from analysis.tables import table1, table2
 
 REPS = 300       # bootstrap resamples in tests (the report's default is 2000)
@@ -330,16 +332,20 @@ def compare_dir(tmp_path):
     three_envs(tmp_path, "ppo_clip+clip_eps=0.3", 200.0, rng_seed=2)      # better by construction
     three_envs(tmp_path, "ppo_clip+clip_eps=0.1", -200.0, rng_seed=3)     # worse by construction
     three_envs(tmp_path, "ppo_clip+clip_eps=0.25", 0.0, rng_seed=1)       # identical to the baseline
+    write_setting(tmp_path, "ppo_clip+clip_eps=0.22", {"Hopper-v5": 500.0, "InvertedPendulum-v5": 300.0,   # the same
+                  "Swimmer-v5": 40.0}, seeds=3, spread=2.0, rng_seed=1,    # scores, other update metrics
+                  metrics={"policy_loss": [-0.03, -0.04], "kl": [0.02, 0.03]})
     write_random_cache(tmp_path, RANDOM)
     return tmp_path
 
 
 @pytest.mark.parametrize("candidate, verdict, code", [("ppo_clip+clip_eps=0.3", "better", 0),
                                                       ("ppo_clip+clip_eps=0.1", "worse", 1),
-                                                      ("ppo_clip+clip_eps=0.25", "inconclusive", 3)])
+                                                      ("ppo_clip+clip_eps=0.22", "inconclusive", 3),
+                                                      ("ppo_clip+clip_eps=0.25", "identical", 4)])
 def test_compare_verdicts_and_exit_codes(compare_dir, capsys, candidate, verdict, code):
     before = snapshot(compare_dir)
-    assert analysis_main(["compare", f"candidate={candidate}", "baseline=ppo_clip",
+    assert compare_main(["compare", f"candidate={candidate}", "baseline=ppo_clip",
                           f"results_dir={compare_dir}", f"reps={REPS}"]) == code
     out = capsys.readouterr().out
     assert f"verdict: {verdict}" in out
@@ -349,6 +355,8 @@ def test_compare_verdicts_and_exit_codes(compare_dir, capsys, candidate, verdict
         assert "P(X > Y) 95% CI [1.00, 1.00] lies entirely above 0.5" in out
     if verdict == "inconclusive":
         assert "no difference detected" in out
+    if verdict == "identical":
+        assert "identical to the baseline's on every environment and seed" in out and "more than" not in out
     assert snapshot(compare_dir) == before                  # nothing to run: nothing written
 
 
@@ -376,10 +384,27 @@ def test_inconclusive_verdict_estimates_the_seeds_needed():
     assert verdict_from_poi((0.1, 0.0, 0.2), 2)[0] == "worse"
 
 
+def write_resolved_run(run, returns):
+    """A finished run whose run.json holds ``run``'s resolved config, as training would record it."""
+    run_dir = write_run(run.results_dir, run.env, run.label, run.seed, returns, steps=run.steps, suite=run.suite,
+                        algo_cfg=run.algo_cfg)
+    record = json.loads((run_dir / "run.json").read_text())
+    record["config"] = dataclasses.asdict(run)
+    (run_dir / "run.json").write_text(json.dumps(record, indent=2))
+    return run_dir
+
+
+def resolved_runs(root, label, envs, seeds, steps, **words):
+    """The RunConfigs of ``label`` as a sweep plans them (eval_every = steps, 5 eval episodes)."""
+    from harness.compare import plan_label
+    return plan_label(label, {"suite": "mujoco", "env": ",".join(envs), "seeds": str(seeds), "steps": str(steps),
+                              "eval_every": str(steps), "eval_episodes": "5", "results_dir": str(root), **words})
+
+
 def test_compare_runs_the_missing_candidate_runs_with_the_baselines_protocol(tmp_path, capsys):
-    for env, base in (("InvertedPendulum-v5", 50.0), ("Hopper-v5", 80.0)):
-        for seed in (0, 1):
-            write_run(tmp_path, env, "ppo_clip", seed, [base + seed] * 110, steps=4096)
+    base = {"InvertedPendulum-v5": 50.0, "Hopper-v5": 80.0}
+    for run in resolved_runs(tmp_path, "ppo_clip", list(base), 2, 4096):
+        write_resolved_run(run, [base[run.env] + run.seed] * 110)
     write_run(tmp_path, "Hopper-v5", "ppo_clip", 5, [1.0] * 110, steps=999)   # another budget: not the protocol
     write_random_cache(tmp_path, {"InvertedPendulum-v5": 5.0, "Hopper-v5": 15.0})
     planned = []
@@ -387,8 +412,7 @@ def test_compare_runs_the_missing_candidate_runs_with_the_baselines_protocol(tmp
     def executor(runs, jobs):           # stands in for harness.executor.run_local: writes finished runs
         planned.extend(runs)
         for r in runs:
-            write_run(tmp_path, r.env, r.label, r.seed, [200.0 + r.seed] * 110, steps=r.steps,
-                      algo_cfg=r.algo_cfg)
+            write_resolved_run(r, [200.0 + r.seed] * 110)
         return [{"run_id": r.run_id, "status": "done", "error": None} for r in runs]
     out, err = io.StringIO(), io.StringIO()
     c = run_compare("ppo_clip+clip_eps=.3", "ppo_clip", "mujoco", tmp_path, jobs=1, reps=REPS, out=out, err=err,
@@ -434,23 +458,23 @@ def test_bad_input(tmp_path, capsys):
     empty.mkdir()
     assert analysis_main(["report", f"results_dir={empty}"]) == 2
     assert "no runs under" in _error(capsys)
-    assert analysis_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip",
+    assert compare_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip",
                           f"results_dir={empty}"]) == 2
     assert "no results for suite 'mujoco'" in _error(capsys)
     assert analysis_main(["report", "suite"]) == 2 and "not key=value" in _error(capsys)
     assert analysis_main(["report", "colour=red"]) == 2 and "unknown key 'colour'" in _error(capsys)
-    assert analysis_main(["compare", "baseline=ppo_clip"]) == 2 and "candidate= is required" in _error(capsys)
+    assert compare_main(["compare", "baseline=ppo_clip"]) == 2 and "candidate= is required" in _error(capsys)
 
     root = tmp_path / "results"
     constant_setting(root, "ppo_clip", {"Hopper-v5": 100.0}, seeds=2)
     write_random_cache(root, RANDOM)
     before = snapshot(root)
     # a candidate with no runs and nothing that can run it
-    assert analysis_main(["compare", "candidate=no_such_algo", "baseline=ppo_clip", f"results_dir={root}"]) == 2
+    assert compare_main(["compare", "candidate=no_such_algo", "baseline=ppo_clip", f"results_dir={root}"]) == 2
     assert "unknown algorithm 'no_such_algo'" in _error(capsys)
-    assert analysis_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=trpo", f"results_dir={root}"]) == 2
+    assert compare_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=trpo", f"results_dir={root}"]) == 2
     assert "baseline trpo has no done runs" in _error(capsys)
-    assert analysis_main(["compare", "candidate=ppo_clip", "baseline=ppo_clip", f"results_dir={root}"]) == 2
+    assert compare_main(["compare", "candidate=ppo_clip", "baseline=ppo_clip", f"results_dir={root}"]) == 2
     assert "the same setting" in _error(capsys)
     assert snapshot(root) == before
 
@@ -467,7 +491,7 @@ def test_bad_input(tmp_path, capsys):
     message = _error(capsys)
     assert "corrupt results file" in message and "'episode_return' has the non-numeric value 'not-a-number'" in message
     assert "seed1" in message
-    assert analysis_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip",
+    assert compare_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip",
                           f"results_dir={root}"]) == 2
     assert "corrupt results file" in _error(capsys)
     assert snapshot(root) == before
@@ -491,7 +515,7 @@ def test_compare_refuses_to_overwrite_a_candidate_run_of_another_budget(tmp_path
     constant_setting(tmp_path, "ppo_clip", {"Hopper-v5": 100.0}, seeds=2, steps=4096)
     write_run(tmp_path, "Hopper-v5", "ppo_clip+clip_eps=0.3", 0, [5.0] * 110, steps=2048)
     before = snapshot(tmp_path)
-    assert analysis_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip",
+    assert compare_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip",
                           f"results_dir={tmp_path}"]) == 2
     assert "at another budget" in _error(capsys)
     assert snapshot(tmp_path) == before
@@ -572,10 +596,10 @@ def test_llm_report_gold_versus_proxy(tmp_path):
 @pytest.mark.slow
 def test_compare_runs_real_training_runs(tmp_path, capsys):
     # a baseline recorded at a tiny budget; compare trains the candidate's two runs for real
-    for seed in (0, 1):
-        write_run(tmp_path, "InvertedPendulum-v5", "ppo_clip", seed, [8.0 + seed] * 30, steps=512)
+    for run in resolved_runs(tmp_path, "ppo_clip", ["InvertedPendulum-v5"], 2, 512):
+        write_resolved_run(run, [8.0 + run.seed] * 30)
     write_random_cache(tmp_path, {"InvertedPendulum-v5": 5.0})
-    code = analysis_main(["compare", "candidate=ppo_clip+num_epochs=1+num_steps=256", "baseline=ppo_clip",
+    code = compare_main(["compare", "candidate=ppo_clip+num_epochs=1+num_steps=256", "baseline=ppo_clip",
                           f"results_dir={tmp_path}", "jobs=1", f"reps={REPS}"])
     assert code in (0, 1, 3)
     out = capsys.readouterr().out

@@ -1,0 +1,123 @@
+"""DAPO's clip-higher on the LLM toy suite, against GRPO (the effect of the DAPO paper's Figure 2).
+
+    .venv/bin/python bench/llm_clip_higher.py [results_dir] [--task sort] [--out docs/llm_clip_higher.png]
+
+Reads the runs of ``bench/llm_learning.sh`` (``<results_dir>/llm_toy/<task>/{grpo,dapo}/seed*``)
+and draws, per update and over seeds (mean and 95% t-interval): the policy's entropy on its own
+training batch, and DAPO's low- and high-side clip fractions (``clip_fraction_low``: share of
+tokens with ratio < 1 - eps_low and A < 0; ``clip_fraction_high``: ratio > 1 + eps_high and
+A > 0). It prints a table of both, averaged over windows of training, for docs/BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from core.results import is_done  # noqa: E402
+
+ALGOS = ("grpo", "dapo")
+SERIES = ("entropy", "clip_fraction_low", "clip_fraction_high")
+WINDOWS = 4      # the table's windows of training (quarters)
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, float]]:
+    with open(run_dir / "metrics.csv", newline="") as f:
+        return [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
+
+
+def runs_of(task_dir: Path, algo: str) -> list[list[dict[str, float]]]:
+    return [read_metrics(d) for d in sorted((task_dir / algo).glob("seed*")) if is_done(d)]
+
+
+def mean_ci(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95% t-interval (0 for one value)."""
+    if len(values) < 2:
+        return (values[0] if values else math.nan), 0.0
+    from scipy import stats
+    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return statistics.mean(values), float(half)
+
+
+def window_means(rows: list[dict[str, float]], key: str) -> list[float]:
+    """The mean of ``key`` over each of WINDOWS equal parts of a run's updates."""
+    values = [r[key] for r in rows if key in r and not math.isnan(r[key])]
+    if not values:
+        return [math.nan] * WINDOWS
+    size = len(values) / WINDOWS
+    return [statistics.mean(values[int(i * size):max(int((i + 1) * size), int(i * size) + 1)]) for i in range(WINDOWS)]
+
+
+def table(task_dir: Path) -> str:
+    lines = ["| algorithm | seeds | series | " + " | ".join(f"updates {i + 1}/{WINDOWS}" for i in range(WINDOWS)) + " |",
+             "|---|---:|---|" + "---:|" * WINDOWS]
+    for algo in ALGOS:
+        runs = runs_of(task_dir, algo)
+        for key in SERIES:
+            per_run = [window_means(rows, key) for rows in runs]
+            if not per_run or all(math.isnan(v) for w in per_run for v in w):
+                continue
+            cells = []
+            for i in range(WINDOWS):
+                m, h = mean_ci([w[i] for w in per_run])
+                cells.append(f"{m:.4f} ± {h:.4f}")
+            lines.append(f"| {algo} | {len(runs)} | {key} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def figure(task_dir: Path, out: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for algo, colour in zip(ALGOS, ("tab:blue", "tab:red")):
+        runs = runs_of(task_dir, algo)
+        if not runs:
+            continue
+        length = min(len(r) for r in runs)
+        steps = np.array([r["global_step"] for r in runs[0][:length]])
+        for ax, key, style in ((axes[0], "entropy", "-"), (axes[1], "clip_fraction_low", "--"),
+                               (axes[1], "clip_fraction_high", "-")):
+            if not all(key in r[0] for r in runs):
+                continue
+            values = np.array([[row[key] for row in r[:length]] for r in runs])
+            mean = values.mean(0)
+            half = np.array([mean_ci(list(values[:, j]))[1] for j in range(length)])
+            label = f"{algo}" if key == "entropy" else f"{algo} {key.rsplit('_', 1)[1]}"
+            ax.plot(steps, mean, style, color=colour, label=label)
+            ax.fill_between(steps, mean - half, mean + half, color=colour, alpha=0.2)
+    axes[0].set(xlabel="completions sampled", ylabel="entropy per token (nats)",
+                title="policy entropy on its training batch")
+    axes[1].set(xlabel="completions sampled", ylabel="share of tokens clipped",
+                title="clip fractions: low side (--), high side (-)")
+    for ax in axes:
+        ax.legend()
+    fig.suptitle(f"task={task_dir.name}: mean and 95% CI over seeds")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    print(f"written: {out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results_dir", nargs="?", default=str(ROOT / "results" / "bench_llm"))
+    parser.add_argument("--task", default="sort")
+    parser.add_argument("--out", default=None, help="figure path (default <results_dir>/llm_clip_higher.png)")
+    args = parser.parse_args()
+    task_dir = Path(args.results_dir) / "llm_toy" / args.task
+    if not task_dir.is_dir():
+        sys.exit(f"error: no runs under {task_dir}; run bash bench/llm_learning.sh {args.results_dir} first")
+    print(table(task_dir))
+    figure(task_dir, Path(args.out) if args.out else Path(args.results_dir) / "llm_clip_higher.png")
+
+
+if __name__ == "__main__":
+    main()

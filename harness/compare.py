@@ -1,0 +1,313 @@
+"""``./run_all.sh compare candidate=X baseline=Y [key=value ...]``: both sides' runs at one protocol,
+then the comparison of the stored results (``analysis.compare``, which never plans or trains).
+
+Where the protocol comes from:
+
+- with sweep keys (``scale=``, ``env=``, ``steps=``, ``eval_every=``, ``eval_episodes=``,
+  ``device=``): both sides are planned by the harness's planner exactly as
+  ``./run_all.sh suite=S algo=<X's algorithm> algo.<option>=... <the same keys>`` would plan them
+  (the suite's defaults for each algorithm, the scale's environments, seeds and budget; the scale
+  is ``paper`` unless given, as for a sweep; ``seeds=N`` is seeds 0..N-1). A done run already
+  stored where one of them goes must have been made with that protocol: compare never overwrites
+  a done run and refuses (exit 2) if it was not.
+- without them: the baseline's done runs fix it (its environments and seeds at its most common
+  budget, with their ``eval_every``, ``eval_episodes`` and ``device``), and the candidate's missing
+  runs are planned at it; ``seeds=N`` extends both sides to seeds 0..N-1.
+
+Either way the plan is printed (for each side, the runs that exist and the runs that will run), the
+protocol of the runs about to be made is checked against the other side before anything runs, the
+missing runs run with the local executor, and ``analysis.compare.compare_stored`` compares them.
+Exit codes: 0 better, 1 worse, 3 inconclusive, 4 identical (``analysis.compare.EXIT``); 2 bad input
+or a refused protocol (one line on stderr; nothing stored is deleted or overwritten).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Callable, TextIO
+
+import pandas as pd
+
+from analysis import stats
+from analysis.compare import (Comparison, candidate_overrides, compare_stored, format_protocol, protocol_differences,
+                              protocol_error, protocol_settings, refused)
+from analysis.load import AnalysisError, ResultsWarning, load_results
+from core.results import ResultsDirError, check_results_dir, is_done, read_run_json
+from harness.config import ConfigError, RunConfig, SweepConfig, parse_sweep, plan_runs, split_args, threads_per_run
+
+# The sweep keys that fix the protocol; given any of them, both sides are planned as a sweep would.
+PROTOCOL_KEYS = ("scale", "env", "steps", "eval_every", "eval_episodes", "device")
+KEYS = {"candidate": str, "baseline": str, "suite": str, "results_dir": str, "jobs": int, "seeds": int,
+        "threads": int, "reps": int, "scale": str, "env": str, "steps": int, "eval_every": int,
+        "eval_episodes": int, "device": str, "allow_protocol_diff": bool}
+
+USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [results_dir=results]
+           [scale=smoke|quick|paper] [env=A,B] [steps=N] [seeds=N] [eval_every=N] [eval_episodes=N]
+           [device=cpu] [jobs=N] [threads=N] [reps=2000] [allow_protocol_diff=false]
+
+  X and Y are labels: algo[+key=value...], e.g. ppo_clip+clip_eps=0.3 (a variant registered in
+  algos/ is just its name). With any of scale= env= steps= eval_every= eval_episodes= device=, both
+  sides are planned as a sweep with those keys would plan them (scale defaults to paper); without,
+  the baseline's done runs fix environments, seeds and budget (seeds=N extends both to 0..N-1).
+  Prints the plan, runs what either side is missing (local processes), checks that both sides ran
+  one protocol, then prints per environment and in aggregate X - Y and P(X > Y) with 95% CIs and a
+  verdict: better (exit 0), worse (1), inconclusive (3, with the seeds that would likely settle it)
+  or identical (4: X's runs equal Y's on every environment and seed, so X's change never acted).
+  Exit 2: bad input, or a setting differs that X does not ask for (allow_protocol_diff=true
+  compares anyway, and says so)."""
+
+
+def _parse(words: list[str]) -> dict:
+    out: dict = {}
+    for word in words:
+        if "=" not in word:
+            raise AnalysisError(f"compare: argument {word!r} is not key=value; valid keys: {', '.join(KEYS)}")
+        key, value = word.split("=", 1)
+        if key not in KEYS:
+            raise AnalysisError(f"compare: unknown key {key!r}; valid: {', '.join(KEYS)}")
+        if key in out:
+            raise AnalysisError(f"compare: {key} given twice")
+        if KEYS[key] is int:
+            try:
+                out[key] = int(value)
+            except ValueError:
+                raise AnalysisError(f"compare: {key}={value!r}: expected an integer") from None
+            if out[key] <= 0:
+                raise AnalysisError(f"compare: {key}={value} must be a positive integer")
+        elif KEYS[key] is bool:
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise AnalysisError(f"compare: {key}={value!r}: expected true or false")
+            out[key] = value.lower() in ("true", "1", "yes")
+        else:
+            if not value:
+                raise AnalysisError(f"compare: {key}= is empty")
+            out[key] = value
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """``argv``: ``["compare", key=value ...]`` (the word ``compare`` first, as on the command line)."""
+    words = argv[1:] if argv and argv[0] == "compare" else list(argv)
+    if any(w in ("-h", "--help", "help") for w in words):
+        print(USAGE)
+        return 0
+    try:
+        args = _parse(words)
+        for key in ("candidate", "baseline"):
+            if key not in args:
+                raise AnalysisError(f"compare: {key}= is required (e.g. candidate=ppo_clip+clip_eps=0.3 baseline=ppo_clip)")
+        comparison = run_compare(
+            args["candidate"], args["baseline"], suite=args.get("suite", "mujoco"),
+            results_dir=args.get("results_dir", "results"), jobs=args.get("jobs"), seeds=args.get("seeds"),
+            reps=args.get("reps", stats.DEFAULT_REPS), threads=args.get("threads"),
+            protocol={k: args[k] for k in PROTOCOL_KEYS if k in args},
+            allow_protocol_diff=args.get("allow_protocol_diff", False))
+        return comparison.exit_code
+    except AnalysisError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+# ---------------------------------------------------------------------------------------
+# planning
+
+def plan_label(label: str, words: dict[str, str]) -> list[RunConfig]:
+    """The runs of one label (``algo+key=value+...``) planned as ``./run_all.sh <words>`` would,
+    with the label's parts as ``algo.<key>=``, ``suite.<key>=`` and ``preset=``."""
+    algo, top, algo_o, suite_o = candidate_overrides(label)
+    words = {**words, "algo": algo, **top}
+    argv = ([f"{k}={v}" for k, v in words.items()] + [f"algo.{k}={v}" for k, v in algo_o.items()]
+            + [f"suite.{k}={v}" for k, v in suite_o.items()])
+    try:
+        top_args, algo_args, suite_args = split_args(argv)
+        return plan_runs(parse_sweep(top_args), algo_args, suite_args)
+    except ConfigError as exc:
+        raise AnalysisError(f"cannot plan the runs of {label}: {exc}") from None
+
+
+def _stored_runs(root: Path, suite: str, labels: tuple[str, ...], must_exist: bool) -> pd.DataFrame:
+    """The run table of ``labels`` (done or not); reads their episodes.csv, so a corrupt file stops
+    compare before anything runs. Empty when no run is stored there yet; a missing folder is an
+    error when ``must_exist``."""
+    if (not must_exist or (root / suite).is_dir()) and not any((root / suite).rglob("run.json")):
+        return pd.DataFrame(columns=["label", "env", "seed", "done", "steps", "config", "path", "run_id"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResultsWarning)
+        return load_results(root, suite, sources=("episodes.csv",), require_done=False, labels=labels).runs
+
+
+def _clash(run: RunConfig) -> str | None:
+    """Why the done run stored where ``run`` goes is not ``run`` (None: it is, or none is done there)."""
+    if not is_done(run.run_dir):
+        return None
+    stored = protocol_settings((read_run_json(run.run_dir) or {}).get("config"))
+    planned = protocol_settings(dataclasses.asdict(run))
+    differ = [k for k in dict.fromkeys(list(planned) + list(stored)) if planned.get(k) != stored.get(k)]
+    if not differ:
+        return None
+    what = "; ".join(f"{k} {stored.get(k, '(not recorded)')}, not {planned.get(k, '(not recorded)')}"
+                     for k in differ[:4]) + ("; ..." if len(differ) > 4 else "")
+    kind = "another budget" if "steps" in differ else "another protocol"
+    return (f"{run.label} already has a done run at {kind} where compare would run one ({run.run_id}: {what}); "
+            f"compare never overwrites a done run: use another results_dir")
+
+
+# ---------------------------------------------------------------------------------------
+# the command
+
+def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_dir: str | Path = "results",
+                jobs: int | None = None, seeds: int | None = None, reps: int = stats.DEFAULT_REPS,
+                out: TextIO | None = None, err: TextIO | None = None, executor: Callable | None = None,
+                measure_random: Callable[[str], dict] | None = None, protocol: dict | None = None,
+                threads: int | None = None, allow_protocol_diff: bool = False) -> Comparison:
+    """Make sure both sides' runs exist at one protocol (see the module docstring), run the missing
+    ones with ``executor`` (default ``harness.executor.run_local``), then compare the stored results.
+    Raises AnalysisError on bad input or a refused protocol; nothing stored is deleted or overwritten."""
+    out, err = out or sys.stdout, err or sys.stderr
+    if candidate == baseline:
+        raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")
+    root = Path(results_dir)
+    protocol = {k: str(v) for k, v in (protocol or {}).items()}
+    unknown = sorted(set(protocol) - set(PROTOCOL_KEYS))
+    if unknown:
+        raise AnalysisError(f"compare: {', '.join(unknown)} do not fix a protocol; valid: {', '.join(PROTOCOL_KEYS)}")
+    common = {"suite": suite, "results_dir": str(root)}
+
+    if protocol:
+        words = {**common, **protocol, **({"seeds": str(seeds)} if seeds else {})}
+        planned_x, planned_y = plan_label(candidate, words), plan_label(baseline, words)
+        candidate, baseline = _canonical(candidate, planned_x, err), _canonical(baseline, planned_y, err)
+        if candidate == baseline:
+            raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")
+        runs = _stored_runs(root, suite, (candidate, baseline), must_exist=False)
+        wanted = {(r.env, r.seed) for r in planned_x}
+        steps = planned_x[0].steps
+        source = "the sweep keys " + " ".join(f"{k}={v}" for k, v in protocol.items())
+        described = dataclasses.asdict(planned_y[0]) if planned_y else {}
+    else:
+        runs = _stored_runs(root, suite, (candidate, baseline), must_exist=True)
+        base = runs[(runs["label"] == baseline) & runs["done"]]
+        if base.empty:
+            have = sorted(runs.loc[runs["done"], "label"].unique()) if len(runs) else []
+            raise AnalysisError(f"baseline {baseline} has no done runs in {root / suite}"
+                                + (f" (settings with done runs: {', '.join(have)})" if have else "")
+                                + "; give sweep keys (e.g. scale=quick) to run both sides")
+        budgets = base["steps"].dropna().astype(int).value_counts()
+        steps = int(budgets.index[0])
+        if len(budgets) > 1:
+            print(f"note: baseline {baseline} has runs at several budgets ({', '.join(f'{s:,}' for s in budgets.index)}); "
+                  f"comparing at steps={steps:,} (its most common)", file=err)
+        base = base[base["steps"] == steps]
+        wanted = set(zip(base["env"], base["seed"].astype(int)))
+        if seeds is not None:
+            wanted |= {(e, s) for e in set(base["env"]) for s in range(seeds)}
+        config = base.iloc[0]["config"] or {}
+        words = {**common, "env": ",".join(sorted({e for e, _ in wanted})),
+                 "seeds": str(max(s for _, s in wanted) + 1), "steps": str(steps)}
+        for key in ("eval_every", "eval_episodes", "checkpoint_every", "device"):
+            if config.get(key) is not None:
+                words[key] = str(config[key])
+        planned_x = _plan_if_needed(candidate, words, runs, wanted, steps)
+        renamed = _canonical(candidate, planned_x, err)
+        if renamed != candidate:
+            candidate = renamed
+            runs = _stored_runs(root, suite, (candidate, baseline), must_exist=True)
+        planned_y = _plan_if_needed(baseline, words, runs, wanted, steps)
+        source = f"the baseline's done runs ({len(base)} at steps={steps:,})"
+        described = config
+
+    # what exists, what runs, and whether a stored run is of another protocol
+    done = runs[runs["done"] & (runs["steps"] == steps)] if len(runs) else runs
+    stored = {(r["label"], r["env"], int(r["seed"])): r for r in done.to_dict("records")}
+    sides = []
+    for label, planned in ((candidate, planned_x), (baseline, planned_y)):
+        planned = [r for r in planned if (r.env, r.seed) in wanted]
+        exists = {(e, s): stored[(label, e, s)]["config"] for e, s in sorted(wanted) if (label, e, s) in stored}
+        todo = []
+        for r in planned:
+            if protocol or (r.env, r.seed) not in exists:
+                problem = _clash(r)
+                if problem:
+                    raise AnalysisError(problem)
+            if (r.env, r.seed) not in exists and not is_done(r.run_dir):
+                todo.append(r)
+        sides.append((label, planned, exists, todo))
+
+    # the protocol of the runs about to be made, against the other side's (before anything runs)
+    configs = [{**side[2], **{(r.env, r.seed): dataclasses.asdict(r) for r in side[3]}} for side in sides]
+    diffs = protocol_differences(candidate, baseline, suite, configs[0], configs[1])
+    todo = sides[0][3] + sides[1][3]
+    _print_plan(out, suite, source, steps, wanted, sides, described)
+    if todo and refused(diffs) and not allow_protocol_diff:
+        print(format_protocol(diffs, candidate, baseline), file=out)
+        raise protocol_error(diffs, candidate)
+    if todo:
+        _run(todo, jobs, threads, root, executor)
+    return compare_stored(candidate, baseline, suite, root, pairs=wanted, steps=steps, reps=reps,
+                          allow_protocol_diff=allow_protocol_diff, out=out, err=err, measure_random=measure_random)
+
+
+def _plan_if_needed(label: str, words: dict[str, str], runs: pd.DataFrame, wanted: set, steps: int) -> list[RunConfig]:
+    """``label``'s runs planned at ``words``; a label that cannot be planned any more (its algorithm's
+    file is gone) is fine when every wanted run of it is stored: results outlive code."""
+    try:
+        return plan_label(label, words)
+    except AnalysisError:
+        mine = runs[(runs["label"] == label) & runs["done"] & (runs["steps"] == steps)] if len(runs) else runs
+        if wanted <= set(zip(mine["env"], mine["seed"].astype(int))):
+            return []
+        raise
+
+
+def _canonical(label: str, planned: list[RunConfig], err: TextIO) -> str:
+    if planned and planned[0].label != label:       # e.g. clip_eps=.3 is stored as clip_eps=0.3
+        print(f"note: {label} is stored as {planned[0].label}", file=err)
+        return planned[0].label
+    return label
+
+
+def _print_plan(out: TextIO, suite: str, source: str, steps: int, wanted, sides, config: dict) -> None:
+    envs = sorted({e for e, _ in wanted})
+    seeds = sorted({s for _, s in wanted})
+    print(f"compare plan: suite {suite}, protocol from {source}", file=out)
+    details = [f"{steps:,} steps"]
+    if config.get("eval_every"):
+        details.append(f"evaluation every {int(config['eval_every']):,} steps over {config.get('eval_episodes')} episode(s)")
+    if config.get("device"):
+        details.append(f"device {config['device']}")
+    print(f"  {', '.join(details)}; environments {', '.join(envs)}; seeds {', '.join(map(str, seeds))}", file=out)
+    for name, (label, planned, exists, todo) in zip(("X", "Y"), sides):
+        print(f"  {name} = {label}: {len(exists)} of {len(wanted)} run(s) exist, {len(todo)} to run", file=out)
+        for r in todo[:20]:
+            print(f"    run {r.run_id}", file=out)
+        if len(todo) > 20:
+            print(f"    ... and {len(todo) - 20} more", file=out)
+
+
+def _run(todo: list[RunConfig], jobs: int | None, threads: int | None, root: Path, executor: Callable | None) -> None:
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
+    per_run = threads_per_run(SweepConfig(jobs=jobs, threads=threads), len(todo))
+    todo = [dataclasses.replace(r, threads=per_run) for r in todo]
+    try:
+        check_results_dir(root, len(todo))
+    except ResultsDirError as exc:
+        raise AnalysisError(str(exc)) from None
+    if executor is None:
+        from harness.executor import run_local
+        executor = run_local
+    from harness.executor import RUNNING_ELSEWHERE
+    results = executor(todo, jobs)
+    elsewhere = [r for r in results if r.get("status") == RUNNING_ELSEWHERE]
+    failed = [r for r in results if r.get("status") not in ("done", RUNNING_ELSEWHERE)]
+    if failed:
+        raise AnalysisError(f"{len(failed)} of the missing run(s) failed (e.g. {failed[0]['run_id']}: "
+                            f"{failed[0].get('error')}); nothing to compare on them")
+    if elsewhere:
+        raise AnalysisError(f"{len(elsewhere)} of the missing run(s) are being run by another sweep (e.g. "
+                            f"{elsewhere[0]['run_id']}); compare again when it has finished")
