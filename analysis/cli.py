@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 
 from analysis.load import AnalysisError
+from core.options import parse_key_values
 
 USAGE = {
     "report": """usage: ./run_all.sh report [suite=mujoco] [results_dir=results] [steps=N] [reps=2000]
@@ -32,28 +33,7 @@ KEYS = {
 
 
 def _parse(command: str, words: list[str]) -> dict:
-    valid = KEYS[command]
-    out: dict = {}
-    for word in words:
-        if "=" not in word:
-            raise AnalysisError(f"{command}: argument {word!r} is not key=value; valid keys: {', '.join(valid)}")
-        key, value = word.split("=", 1)
-        if key not in valid:
-            raise AnalysisError(f"{command}: unknown key {key!r}; valid: {', '.join(valid)}")
-        if key in out:
-            raise AnalysisError(f"{command}: {key} given twice")
-        if valid[key] is int:
-            try:
-                out[key] = int(value)
-            except ValueError:
-                raise AnalysisError(f"{command}: {key}={value!r}: expected an integer") from None
-            if out[key] <= 0:
-                raise AnalysisError(f"{command}: {key}={value} must be a positive integer")
-        else:
-            if not value:
-                raise AnalysisError(f"{command}: {key}= is empty")
-            out[key] = value
-    return out
+    return parse_key_values(command, words, KEYS[command], AnalysisError)
 
 
 def main(argv: list[str]) -> int:

@@ -35,6 +35,7 @@ from analysis import stats
 from analysis.compare import (Comparison, candidate_overrides, compare_stored, format_protocol, protocol_differences,
                               protocol_error, protocol_settings, refused)
 from analysis.load import AnalysisError, ResultsWarning, load_results
+from core.options import parse_key_values
 from core.results import ResultsDirError, check_results_dir, is_done, read_run_json
 from harness.config import ConfigError, RunConfig, SweepConfig, parse_sweep, plan_runs, split_args, threads_per_run
 
@@ -61,31 +62,7 @@ USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [re
 
 
 def _parse(words: list[str]) -> dict:
-    out: dict = {}
-    for word in words:
-        if "=" not in word:
-            raise AnalysisError(f"compare: argument {word!r} is not key=value; valid keys: {', '.join(KEYS)}")
-        key, value = word.split("=", 1)
-        if key not in KEYS:
-            raise AnalysisError(f"compare: unknown key {key!r}; valid: {', '.join(KEYS)}")
-        if key in out:
-            raise AnalysisError(f"compare: {key} given twice")
-        if KEYS[key] is int:
-            try:
-                out[key] = int(value)
-            except ValueError:
-                raise AnalysisError(f"compare: {key}={value!r}: expected an integer") from None
-            if out[key] <= 0:
-                raise AnalysisError(f"compare: {key}={value} must be a positive integer")
-        elif KEYS[key] is bool:
-            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise AnalysisError(f"compare: {key}={value!r}: expected true or false")
-            out[key] = value.lower() in ("true", "1", "yes")
-        else:
-            if not value:
-                raise AnalysisError(f"compare: {key}= is empty")
-            out[key] = value
-    return out
+    return parse_key_values("compare", words, KEYS, AnalysisError)
 
 
 def main(argv: list[str]) -> int:

@@ -11,6 +11,8 @@ import inspect
 import io
 import tokenize
 
+from core.options import field_defaults
+
 
 def field_comments(cls: type) -> dict[str, str]:
     """``{field: comment}`` for ``name: type = default  # comment`` lines of ``cls`` and its bases;
@@ -54,12 +56,7 @@ def describe(cls: type, prefix: str, defaults: dict | None = None, sources: dict
     the comments shown for them (``Suite.default_sources``): the source shown is always that of the
     value shown."""
     comments = {**field_comments(cls), **(sources or {})}
-    instance_defaults = {}
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            instance_defaults[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            instance_defaults[f.name] = f.default_factory()  # type: ignore[misc]
+    instance_defaults = {k: v for k, v in field_defaults(cls).items() if v is not dataclasses.MISSING}
     instance_defaults.update(defaults or {})
     from harness.config import format_value
     rows = [(f"{prefix}{f.name}={format_value(instance_defaults.get(f.name))}", comments.get(f.name, ""))

@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from core.options import field_defaults
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -60,7 +62,7 @@ class Suite(ABC):
         resolved: dict[str, tuple[Any, str]] = {}
         previous: dict[str, Any] | None = None
         for klass in _algorithm_chain(algo_cls):
-            own = _config_defaults(klass.Config)
+            own = field_defaults(klass.Config)
             if previous is not None:
                 for key, default in own.items():
                     if key not in previous or not _same(previous[key], default):
@@ -72,7 +74,7 @@ class Suite(ABC):
                 comment = comments.get(name, {}).get(key)
                 resolved[key] = (value, f"{comment}  [{where}]" if comment else f"[{where}]")
             previous = own
-        fields = _config_defaults(algo_cls.Config)
+        fields = field_defaults(algo_cls.Config)
         return {key: item for key, item in resolved.items() if key in fields}
 
     @abstractmethod
@@ -136,16 +138,7 @@ def _algorithm_chain(algo_cls: type) -> list[type]:
     return chain + [algo_cls]
 
 
-def _config_defaults(config_cls: type) -> dict[str, Any]:
-    out = {}
-    for f in dataclasses.fields(config_cls):
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            out[f.name] = f.default_factory()  # type: ignore[misc]
-        else:
-            out[f.name] = dataclasses.MISSING
-    return out
+
 
 
 def _same(a: Any, b: Any) -> bool:

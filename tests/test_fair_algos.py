@@ -3,6 +3,7 @@
 REINFORCE's three baselines are three different estimators, and the clip fractions per side
 are what their formulas say. Numbers are checked against direct loops."""
 import copy
+import dataclasses
 import math
 
 import gymnasium as gym
@@ -16,6 +17,7 @@ from core.batch import Batch
 from core.envs import ListVecEnv
 from core.rollout import HorizonCollector
 from suites.mujoco import MLPAgent, MujocoConfig
+from test_algorithms import group_batch as ragged_group_batch, sample_actions
 
 OBS_SPACE = gym.spaces.Box(-np.inf, np.inf, (4,), np.float64)
 ACT_SPACE = gym.spaces.Box(-3.0, 3.0, (1,), np.float32)
@@ -31,11 +33,6 @@ def make_algo(name, agent, **overrides):
     return cls(agent, cls.Config(**overrides), total_updates=10, seed=0)
 
 
-def sample_actions(agent, obs, seed):
-    flat = obs.reshape(-1, obs.shape[-1]).numpy()
-    return torch.from_numpy(agent.act(flat, np.random.default_rng(seed))).reshape(*obs.shape[:-1], -1)
-
-
 def horizon_batch_without_critic(agent, T=16, N=3, seed=0):
     """What a collector without a critic hands over: no values, last_value 0; random rewards
     with a mean far from 0 (so that a mean baseline is not a no-op) and random episode ends."""
@@ -49,22 +46,10 @@ def horizon_batch_without_critic(agent, T=16, N=3, seed=0):
                  logp_old=logp_old, values=None, last_value=torch.zeros(N))
 
 
-def group_batch(agent, num_groups=3, group_size=4, T=10, seed=0):
-    """Ragged columns (episodes of 3..T steps, mask 0 after the end), random scores."""
-    g = torch.Generator().manual_seed(seed)
-    M = num_groups * group_size
-    obs = torch.randn(T, M, 4, generator=g)
-    lengths = torch.randint(3, T + 1, (M,), generator=g)
-    mask = (torch.arange(T).unsqueeze(1) < lengths.unsqueeze(0)).float()
-    actions = sample_actions(agent, obs, seed) * mask.unsqueeze(-1)
-    obs = obs * mask.unsqueeze(-1)
-    dones = torch.zeros(T, M)
-    dones[lengths - 1, torch.arange(M)] = 1.0
-    with torch.no_grad():
-        logp_old = agent.dist(obs).log_prob(actions) * mask
-    return Batch(obs=obs, actions=actions, rewards=torch.zeros(T, M), dones=dones, mask=mask, logp_old=logp_old,
-                 last_value=torch.zeros(M), groups=torch.arange(num_groups).repeat_interleave(group_size),
-                 scores=torch.randn(M, generator=g), lengths=lengths, truncated=torch.zeros(M))
+def group_batch(agent, seed=0):
+    """Ragged columns (test_algorithms' batch) with random scores instead of its action-based ones."""
+    batch, _ = ragged_group_batch(agent, seed=seed)
+    return dataclasses.replace(batch, scores=torch.randn(batch.scores.shape, generator=torch.Generator().manual_seed(seed)))
 
 
 def naive_group_relative(scores, groups, eps=1e-6):

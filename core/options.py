@@ -1,0 +1,53 @@
+"""Options as text and as dataclass fields: shared by the sweep's planner, ``help``, the suites'
+defaults and the ``report`` / ``compare`` commands."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+TRUE_WORDS = ("true", "1", "yes", "on")
+FALSE_WORDS = ("false", "0", "no", "off")
+
+
+def field_defaults(config_cls: type) -> dict[str, Any]:
+    """Each field's default (``default_factory`` called); ``dataclasses.MISSING`` where it has none."""
+    out = {}
+    for f in dataclasses.fields(config_cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            out[f.name] = f.default_factory()  # type: ignore[misc]
+        else:
+            out[f.name] = dataclasses.MISSING
+    return out
+
+
+def parse_key_values(command: str, words: list[str], valid: dict[str, type],
+                     error: type[Exception]) -> dict[str, Any]:
+    """``key=value`` words of a command into ``{key: value}``, typed by ``valid`` (int: positive;
+    bool; str: non-empty). Any problem raises ``error`` with one line that names the valid keys."""
+    out: dict[str, Any] = {}
+    for word in words:
+        if "=" not in word:
+            raise error(f"{command}: argument {word!r} is not key=value; valid keys: {', '.join(valid)}")
+        key, value = word.split("=", 1)
+        if key not in valid:
+            raise error(f"{command}: unknown key {key!r}; valid: {', '.join(valid)}")
+        if key in out:
+            raise error(f"{command}: {key} given twice")
+        if valid[key] is int:
+            try:
+                out[key] = int(value)
+            except ValueError:
+                raise error(f"{command}: {key}={value!r}: expected an integer") from None
+            if out[key] <= 0:
+                raise error(f"{command}: {key}={value} must be a positive integer")
+        elif valid[key] is bool:
+            if value.lower() not in TRUE_WORDS + FALSE_WORDS:
+                raise error(f"{command}: {key}={value!r}: expected true or false")
+            out[key] = value.lower() in TRUE_WORDS
+        else:
+            if not value:
+                raise error(f"{command}: {key}= is empty")
+            out[key] = value
+    return out
