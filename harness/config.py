@@ -279,14 +279,17 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
     env_ids = list(dict.fromkeys(suite.canonical_env(e) for e in env_ids))  # Pong-v5, Pong -> one folder
 
     suite_cfg = apply_overrides(suite.Config, {}, {**preset_suite, **suite_overrides}, f"suite {suite.name}", "suite.")
+    # A run's identity is its resolved config: an override equal to the default it replaces is no
+    # variant (grid=table1's clip_eps=0.2 is ppo_clip's own run, stored once).
+    suite_default = apply_overrides(suite.Config, {}, preset_suite, f"suite {suite.name}", "suite.")
     variant_parts = []
     if sweep.preset is not None:
         variant_parts.append(f"preset={sweep.preset}")
-    suite_types = _field_types(suite.Config)
-    variant_parts += [f"suite.{k}={format_value(parse_value(k, v, suite_types[k]))}"
-                      for k, v in sorted(suite_overrides.items())]
+    variant_parts += [f"suite.{k}={format_value(suite_cfg[k])}"
+                      for k in sorted(suite_overrides) if suite_cfg[k] != suite_default[k]]
 
-    runs = []
+    runs: list[RunConfig] = []
+    planned: set[tuple[str, str, str, int]] = set()
     steps = sweep.steps or scale.steps
     seeds = sweep.seeds or scale.seeds
     for name, overrides in entries:
@@ -294,12 +297,15 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
         base = {**suite.defaults_for(cls),   # the suite's protocol, resolved along cls's class hierarchy
                 **{k: v for k, v in preset_algo.items() if k in _field_types(cls.Config)}}
         algo_cfg = apply_overrides(cls.Config, base, overrides, name, "algo.")
-        cls_types = _field_types(cls.Config)
-        parts = variant_parts[:1] + [f"{k}={format_value(parse_value(k, v, cls_types[k]))}"
-                                     for k, v in sorted(overrides.items())] + variant_parts[1:]
+        algo_default = apply_overrides(cls.Config, base, {}, name, "algo.")
+        parts = variant_parts[:1] + [f"{k}={format_value(algo_cfg[k])}"
+                                     for k in sorted(overrides) if algo_cfg[k] != algo_default[k]] + variant_parts[1:]
         variant = "".join("+" + p.replace("/", "_") for p in parts)
         for env_id in env_ids:
             for seed in range(seeds):
+                if (name, variant, env_id, seed) in planned:   # the same run named twice (algo=X,X)
+                    continue
+                planned.add((name, variant, env_id, seed))
                 runs.append(RunConfig(
                     suite=suite.name, env=env_id, algo=name, variant=variant, seed=seed, steps=steps,
                     eval_every=sweep.eval_every or scale.eval_every,

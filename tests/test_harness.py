@@ -430,7 +430,7 @@ def test_rerun_skips_done_runs(tmp_path, capsys):
     args = ["suite=mujoco", "algo=ppo_clip", "env=InvertedPendulum-v5", "seeds=1", "steps=512",
             "eval_episodes=1", "jobs=1", "algo.clip_eps=0.1", *TINY, f"results_dir={tmp_path}"]
     assert cli.main(args) == 0
-    run_dir = tmp_path / "mujoco" / "InvertedPendulum-v5" / "ppo_clip+clip_eps=0.1+minibatch_size=64+num_epochs=2+num_steps=256" / "seed0"
+    run_dir = tmp_path / "mujoco" / "InvertedPendulum-v5" / "ppo_clip+clip_eps=0.1+num_epochs=2+num_steps=256" / "seed0"
     assert is_done(run_dir)
     first = capsys.readouterr().out
     assert "0 already done, 1 to run" in first
@@ -473,3 +473,20 @@ def test_collection_policy_follows_the_weights_without_obs_norm():
     params = agent.policy_parameters()
     vector_to_parameters(parameters_to_vector(params).detach() + 0.05, params)
     assert not np.allclose(after_adam, check())
+
+
+def test_a_setting_equal_to_its_default_is_the_default_run():
+    """A run's identity is its resolved config: grid=table1's clip_eps=0.2 and kl_target=0.01
+    (and fixed beta's kl_coef=1.0) are the defaults, so those rows share the main job's runs."""
+    table1 = {r.label for r in plan_runs(parse_sweep({"suite": "mujoco", "grid": "table1", "env": "Hopper-v5",
+                                                       "seeds": "1"}), {}, {})}
+    main_job = {r.label for r in plan_runs(parse_sweep({"suite": "mujoco", "env": "Hopper-v5", "seeds": "1"}), {}, {})}
+    assert len(table1) == 11
+    assert table1 & main_job == {"ppo_clip", "ppo_kl"}
+    assert "ppo_kl+adaptive=false" in table1 and "ppo_clip+clip_eps=0.2" not in table1
+    same = plan_runs(parse_sweep({"suite": "mujoco", "algo": "ppo_clip,ppo_clip", "env": "Hopper-v5", "seeds": "2"}),
+                     {"clip_eps": "0.2"}, {"obs_clip": "5"})
+    assert [(r.label, r.seed) for r in same] == [("ppo_clip", 0), ("ppo_clip", 1)]
+    changed = plan_runs(parse_sweep({"suite": "mujoco", "algo": "ppo_clip", "env": "Hopper-v5", "seeds": "1"}),
+                        {"clip_eps": "0.30"}, {"obs_clip": "10"})
+    assert changed[0].label == "ppo_clip+suite.obs_clip=10.0+clip_eps=0.3"   # labels as before: parsed values
