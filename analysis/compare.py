@@ -42,6 +42,7 @@ from analysis import stats
 from analysis.load import AnalysisError, ResultsWarning, load_results, split_label, variant_overrides
 from analysis.scores import SCORE_NAMES, random_scores, run_scores, scoring
 from analysis.tables import digits_for
+from core.options import field_defaults, format_value
 from core.results import same_learning
 
 EXIT = {"better": 0, "worse": 1, "inconclusive": 3, "identical": 4}
@@ -210,15 +211,7 @@ def protocol_settings(config: dict | None) -> dict[str, Any]:
 
 def _text(value: Any) -> str:
     """A value as a label writes it (``format_value`` of the harness)."""
-    if value is MISSING:
-        return MISSING
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(_text(v) for v in value)
-    if value is None:
-        return "none"
-    return str(value)
+    return MISSING if value is MISSING else format_value(value)
 
 
 def candidate_overrides(label: str) -> tuple[str, dict[str, str], dict[str, str], dict[str, str]]:
@@ -264,13 +257,8 @@ def label_definition(label: str, suite: str) -> Definition:
     except Exception:  # noqa: BLE001
         pass
     if cls is not None:
-        fields = dataclasses.fields(cls.Config)
-        options = {f.name for f in fields}
-        for f in fields:
-            if f.default is not dataclasses.MISSING:
-                defaults[f.name] = _plain(f.default)
-            elif f.default_factory is not dataclasses.MISSING:
-                defaults[f.name] = _plain(f.default_factory())
+        options = {f.name for f in dataclasses.fields(cls.Config)}
+        defaults = {k: _plain(v) for k, v in field_defaults(cls.Config).items() if v is not dataclasses.MISSING}
         if suite_obj is not None:
             resolve = getattr(suite_obj, "defaults_for", None)
             suite_defaults = resolve(cls) if callable(resolve) else suite_obj.algo_defaults.get(algo, {})
@@ -285,7 +273,8 @@ def label_definition(label: str, suite: str) -> Definition:
     return Definition(label, algo, options, defaults, algo_set, suite_set)
 
 
-def _why_asked(setting: str, x: Definition, y: Definition, x_has: bool, y_has: bool) -> tuple[bool, str]:
+def _why_asked(setting: str, x: Definition, y: Definition, x_has: bool, y_has: bool,
+               x_values: list[str] | None = None, y_values: list[str] | None = None) -> tuple[bool, str]:
     if setting.startswith("suite."):
         key = setting[6:]
         if x.suite_set.get(key) != y.suite_set.get(key):
@@ -304,7 +293,13 @@ def _why_asked(setting: str, x: Definition, y: Definition, x_has: bool, y_has: b
             side = x if key in x.algo_set else y
             return True, f"set by {'the candidate' if side is x else 'the baseline'}'s label ({side.label})"
         if key not in x.algo_set and x.defaults.get(key, MISSING) != y.defaults.get(key, MISSING):
-            return True, f"{x.algo}'s definition defaults to {_text(x.defaults.get(key, MISSING))}"
+            # only if each side's runs used its definition's value: a run stored before a default
+            # was edited is not what the definition asks for now
+            if (x_values is None or set(x_values) == {_text(x.defaults.get(key, MISSING))}) and (
+                    y_values is None or set(y_values) == {_text(y.defaults.get(key, MISSING))}):
+                return True, f"{x.algo}'s definition defaults to {_text(x.defaults.get(key, MISSING))}"
+            return False, (f"the definitions default to {_text(x.defaults.get(key, MISSING))} (X) and "
+                           f"{_text(y.defaults.get(key, MISSING))} (Y), but the stored runs used other values")
         return False, "neither side's definition sets it (label or class defaults)"
     if setting in ("environments", "seeds"):
         return False, "both sides must run the same environments and seeds"
@@ -339,7 +334,7 @@ def protocol_differences(candidate: str, baseline: str, suite: str, x_configs: d
     for setting, (xv, yv) in values.items():
         x_has = any(v != MISSING for v in xv)
         y_has = any(v != MISSING for v in yv)
-        asked, why = _why_asked(setting, x_def, y_def, x_has, y_has)
+        asked, why = _why_asked(setting, x_def, y_def, x_has, y_has, xv, yv)
         out.append(ProtocolDifference(setting, " | ".join(dict.fromkeys(xv)), " | ".join(dict.fromkeys(yv)), asked, why))
     for d in out:
         if not d.why:

@@ -9,6 +9,17 @@ TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
 
 
+def format_value(value: Any) -> str:
+    """Canonical text of a value, used in variant labels (``+clip_eps=0.1``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return ",".join(format_value(v) for v in value)
+    if value is None:
+        return "none"
+    return str(value)
+
+
 def field_defaults(config_cls: type) -> dict[str, Any]:
     """Each field's default (``default_factory`` called); ``dataclasses.MISSING`` where it has none."""
     out = {}

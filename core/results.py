@@ -323,9 +323,18 @@ def learning_rows(path: Path) -> tuple[list[str], list[list[str]]] | None:
 
 def same_learning(run_dir_a: Path, run_dir_b: Path, files: tuple[str, ...] = LEARNING_FILES) -> bool:
     """Whether two runs wrote the same episodes, evaluations and per-update metrics, cell for cell
-    as written, ignoring the columns that measure time (they differ between identical runs)."""
+    as written, on the columns both have (a variant may log a metric of its own, e.g. how often
+    its change acted), ignoring the columns that measure time (they differ between identical runs)."""
     for name in files:
         a, b = learning_rows(Path(run_dir_a) / name), learning_rows(Path(run_dir_b) / name)
-        if a != b:
+        if a is None or b is None:
+            if a is not b:
+                return False
+            continue
+        shared = [c for c in a[0] if c in b[0]]
+        if not shared or len(a[1]) != len(b[1]):
+            return False
+        ia, ib = [a[0].index(c) for c in shared], [b[0].index(c) for c in shared]
+        if any([ra[i] for i in ia] != [rb[i] for i in ib] for ra, rb in zip(a[1], b[1])):
             return False
     return True

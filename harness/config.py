@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError
+from core.options import format_value
 
 
 EXECUTORS = ("local", "ray")
@@ -118,17 +119,6 @@ def parse_value(key: str, text: str, tp: Any) -> Any:
     if tp is str:
         return text
     raise ConfigError(f"{key}: unsupported option type {_type_name(tp)}")
-
-
-def format_value(value: Any) -> str:
-    """Canonical text of a value, used in variant labels (``+clip_eps=0.1``)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple):
-        return ",".join(format_value(v) for v in value)
-    if value is None:
-        return "none"
-    return str(value)
 
 
 def apply_overrides(cls: type, base: dict[str, Any], overrides: dict[str, str], owner: str,

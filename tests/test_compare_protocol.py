@@ -156,6 +156,18 @@ def test_a_variant_class_default_and_its_own_options_are_its_change(root, capsys
     assert "differ in algo.num_epochs, which" in err
 
 
+def test_a_class_default_counts_only_where_the_stored_runs_used_it(root, capsys, variant):
+    # the variant's file now says ent_coef=0.01, but its runs were made when it said 0.05
+    store_side(root, "ppo_clip", 0.0)
+    store_side(root, variant, 50.0, {"algo_cfg.ent_coef": 0.05})
+    assert compare_main(["compare", f"candidate={variant}", "baseline=ppo_clip", f"results_dir={root}",
+                         f"reps={REPS}"]) == 2
+    err, out = error_line(capsys)
+    assert "differ in algo.ent_coef, which" in err
+    assert any(line.startswith("  algo.ent_coef ") and "the stored runs used other values" in line
+               for line in out.splitlines())
+
+
 # ---------------------------------------------------------------------------------------
 # B: both sides planned as a sweep with the same keys plans them
 
@@ -228,6 +240,17 @@ def test_identical_runs_are_called_identical(root, capsys):
                          f"reps={REPS}"]) == 3
     out = capsys.readouterr().out
     assert "verdict: inconclusive" in out and f"1 of the 2 paired run(s) are identical to the baseline's" in out
+
+
+def test_identical_on_the_shared_columns_when_the_candidate_logs_a_metric_of_its_own(root, capsys):
+    # a dual-clip variant that logs how often its clip acted, and never acted
+    for run in planned(root, "ppo_clip"):
+        store(run, [100.0 + run.seed] * 110, metrics={"policy_loss": [-0.1, -0.2]})
+    for run in planned(root, "ppo_clip+clip_eps=0.3"):
+        store(run, [100.0 + run.seed] * 110, metrics={"policy_loss": [-0.1, -0.2], "dual_clip_fraction": [0.0, 0.0]})
+    assert compare_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip", f"results_dir={root}",
+                         f"reps={REPS}"]) == 4
+    assert "verdict: identical" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------------------------------

@@ -192,7 +192,7 @@ def test_llm_toy_ppo_keeps_its_clip_ranges_and_anneals_the_lr(name):
 def test_llm_toy_dapo_takes_several_updates_per_batch_and_grpo_one():
     dapo = _algo_cfg("llm_toy", "dapo")
     assert dapo["num_epochs"] * dapo["num_minibatches"] > 1
-    assert dapo["num_groups"] % dapo["num_minibatches"] == 0          # whole prompts' groups per minibatch
+    assert dapo["num_groups"] * dapo["group_size"] % dapo["num_minibatches"] == 0   # equal minibatches of completions
     grpo = _algo_cfg("llm_toy", "grpo")
     assert grpo["num_epochs"] * grpo["num_minibatches"] == 1          # DeepSeekMath: one update per batch
     assert dapo["num_groups"] * dapo["group_size"] == grpo["num_groups"] * grpo["group_size"] == 128
@@ -241,6 +241,49 @@ def test_batches_are_built_on_the_agents_device():
     for b in (batch, group_batch):
         tensors = {k: v for k, v in vars(b).items() if isinstance(v, torch.Tensor)}
         assert {v.device for v in tensors.values()} == {rollout.agent_device(agent)}, tensors.keys()
+
+
+class MetaAgent:
+    """An agent whose networks live on torch's "meta" device (shapes, no data): a stand-in for a
+    GPU. Its torch methods refuse inputs that are not on its device, so a collector that forgets
+    to move what it builds fails here as it would on CUDA."""
+    device = torch.device("meta")
+
+    def __init__(self, obs_dim: int, act_dim: int):
+        self.act_dim = act_dim
+
+    def _check(self, obs):
+        assert obs.device == self.device, f"input on {obs.device}, agent on {self.device}"
+
+    def act(self, obs, rng, deterministic=False):
+        return rng.standard_normal((obs.shape[0], self.act_dim)).astype(np.float32)
+
+    def env_action(self, actions):
+        return np.clip(actions, -1.0, 1.0)
+
+    def dist(self, obs):
+        self._check(obs)
+        mean = torch.zeros(*obs.shape[:-1], self.act_dim, device=self.device)
+        return torch.distributions.Independent(torch.distributions.Normal(mean, 1.0, validate_args=False), 1,
+                                               validate_args=False)
+
+    def value(self, obs):
+        self._check(obs)
+        return obs.float().sum(-1)
+
+
+def test_batches_follow_an_agent_on_another_device():
+    env = gym.make("Hopper-v5")
+    agent = MetaAgent(11, 3)
+    horizon = HorizonCollector(ListVecEnv([gym.make("Hopper-v5", max_episode_steps=20) for _ in range(2)]),
+                               num_steps=64, gamma=0.99, seed=0, with_values=True)   # truncations at 20
+    batch, _ = horizon.collect(agent)
+    groups = GroupCollector([gym.make("Hopper-v5", max_episode_steps=10) for _ in range(2)], 2, 0, 10)
+    group_batch, _ = groups.collect(agent)
+    for b in (batch, group_batch):
+        tensors = {k: v for k, v in vars(b).items() if isinstance(v, torch.Tensor)}
+        assert {k: v.device.type for k, v in tensors.items()} == {k: "meta" for k in tensors}
+    env.close()
 
 
 def test_agent_device_prefers_a_device_attribute():

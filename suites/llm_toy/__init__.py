@@ -312,10 +312,10 @@ class LLMToySuite(Suite):
                  "max_grad_norm": 1.0},          # TRL (transformers TrainingArguments): max_grad_norm 1.0
         # DAPO is a GRPO subclass: it runs grpo's entry, changed here. DAPO (Yu et al. 2025) takes
         # 16 minibatch updates per rollout step (prompt batch 512 x 16 responses, mini-batch 512), so
-        # the ratio leaves 1 and clip-higher acts; 4 minibatches of 4 prompts (32 completions) keep
+        # the ratio leaves 1 and clip-higher acts; 4 minibatches of 32 shuffled completions keep
         # the run cheap on 16 prompts per batch.
         "dapo": {"num_epochs": 1,                # DAPO: every completion used once per rollout step
-                 "num_minibatches": 4,           # DAPO: several updates per rollout step (16 there; 4 here, 4 prompts each)
+                 "num_minibatches": 4,           # DAPO: several updates per rollout step (16 there; 4 here, 32 completions each)
                  "lr": 3e-4},                    # grpo's one-step-per-batch step size, not re-tuned for 4 updates per batch
     }
 
