@@ -16,7 +16,21 @@ _REGISTRY: dict[str, type] = {}
 
 
 def register(cls: type) -> type:
-    """Class decorator (or call) adding an algorithm under ``cls.name``."""
+    """Class decorator (or call) adding an algorithm under ``cls.name``.
+
+    The class must set ``name`` in its own body (a subclass that forgets it would inherit its
+    parent's and take the parent's place), and the name must be free: a variant can neither
+    replace a built-in nor another variant. Registering the same class again is a no-op."""
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    if "name" not in vars(cls):
+        inherited = f" (it would inherit {cls.name!r})" if isinstance(getattr(cls, "name", None), str) else ""
+        raise ConfigError(f"algorithm class {where} does not set its own name{inherited}; "
+                          f"add name = \"my_variant\" to its class body")
+    _load_builtin()   # the built-ins hold their names before any variant registers
+    taken = _REGISTRY.get(cls.name)
+    if taken is not None and taken is not cls:
+        raise ConfigError(f"algorithm name {cls.name!r} of {where} is taken by "
+                          f"{taken.__module__}.{taken.__qualname__}; give the variant a name of its own")
     _REGISTRY[cls.name] = cls
     return cls
 
@@ -41,7 +55,7 @@ def _load_builtin() -> None:
     from algos.rloo import RLOO
     from algos.trpo import TRPO
     for cls in (Reinforce, TRPO, PPOClip, PPOKL, GRPO, RLOO, DAPO):
-        _REGISTRY.setdefault(cls.name, cls)
+        _REGISTRY[cls.name] = cls
     for module in pkgutil.iter_modules(__path__):
         if module.name not in _SHARED and module.name not in _BUILTIN:
             importlib.import_module(f"{__name__}.{module.name}")

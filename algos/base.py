@@ -26,6 +26,10 @@ class HorizonRollout:
     num_steps: int = 2048      # PPO paper Table 3: horizon T = 2048
     gamma: float = 0.99        # PPO paper Table 3
 
+    def __post_init__(self):
+        check_positive(self, "num_envs", "num_steps")
+        check_range(self, "gamma", 0, 1, low_open=True)
+
 
 @dataclass
 class GroupRollout:
@@ -33,6 +37,19 @@ class GroupRollout:
     group_size: int = 8        # GRPO's G; the DeepSeekMath paper used 64 on language, 8 keeps MuJoCo batches small
     num_groups: int = 2
     gamma: float = 0.99        # only used where a return is discounted
+
+    def __post_init__(self):
+        check_range(self, "group_size", 2, why="a group of one has no baseline: its advantage is always 0")
+        check_positive(self, "num_groups")
+        check_range(self, "gamma", 0, 1, low_open=True)
+
+    def check_minibatches(self) -> None:
+        """A minibatch keeps whole columns (episodes / completions): at most one per column, else
+        some minibatches are empty and their loss is 0/0 (NaN)."""
+        columns = self.num_groups * self.group_size
+        check_range(self, "num_minibatches", 1, columns,
+                    why=f"minibatches of whole episodes: at most num_groups x group_size = "
+                        f"{self.num_groups} x {self.group_size}")
 
 
 @dataclass(frozen=True)
@@ -50,11 +67,50 @@ def check_choice(name: str, value: Any, choices: tuple) -> None:
         raise ConfigError(f"{name}={value!r} is not valid; valid: {', '.join(map(str, choices))}")
 
 
+def _interval(low: float, high: float, low_open: bool, high_open: bool) -> str:
+    """The valid range in words: ``> 0``, ``>= 0``, ``< 1``, ``(0, 1]``."""
+    if math.isinf(high):
+        return "any finite number" if math.isinf(low) else f"{'>' if low_open else '>='} {low:g}"
+    if math.isinf(low):
+        return f"{'<' if high_open else '<='} {high:g}"
+    return f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+
+def check_range(cfg: Any, name: str, low: float = -math.inf, high: float = math.inf, *,
+                low_open: bool = False, high_open: bool = False, optional: bool = False, finite: bool = True,
+                why: str = "") -> None:
+    """Raise a ConfigError naming ``name`` and its valid range unless ``cfg.<name>`` is a number
+    in ``[low, high]`` (an end excluded where ``low_open`` / ``high_open``). NaN is always refused,
+    the infinities unless ``finite=False``. ``optional``: None is valid too (the option is off)."""
+    value = getattr(cfg, name)
+    if value is None and optional:
+        return
+    valid = (isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+             and (math.isfinite(value) or not finite)
+             and (value > low if low_open else value >= low) and (value < high if high_open else value <= high))
+    if not valid:
+        text = _interval(low, high, low_open, high_open)
+        raise ConfigError(f"{name}={value!r} is not valid; valid: {'None or ' if optional else ''}{text}"
+                          + (f" ({why})" if why else ""))
+
+
 def check_positive(cfg: Any, *names: str) -> None:
+    """Each of ``names`` is a finite number > 0."""
     for name in names:
-        value = getattr(cfg, name)
-        if value is not None and not value > 0:  # also rejects NaN
-            raise ConfigError(f"{name}={value} must be positive")
+        check_range(cfg, name, 0, low_open=True)
+
+
+def check_lr(cfg: Any, *names: str) -> None:
+    """Step sizes: > 0, NaN refused. ``lr=inf`` stays valid: it is how the fault tests make a run
+    diverge at its first update (tests/test_faults.py, test_harness.py, test_ray.py)."""
+    for name in names:
+        check_range(cfg, name, 0, low_open=True, finite=False)
+
+
+def check_max_grad_norm(cfg: Any) -> None:
+    """Gradient-norm clipping: None (off) or a bound > 0 (torch scales by max / norm: a negative
+    bound would reverse the gradient)."""
+    check_range(cfg, "max_grad_norm", 0, low_open=True, optional=True, why="None: no clipping")
 
 
 # Where an update's logged kl / entropy / explained_variance come from (an algorithm's
@@ -95,10 +151,10 @@ class Algorithm(ABC):
 
     def __init__(self, agent: nn.Module, cfg: Any, total_updates: int, seed: int):
         self.agent, self.cfg, self.total_updates = agent, cfg, max(1, total_updates)
-        self.requirements = self.needs(cfg)
+        self.resolved_needs = self.needs(cfg)   # what this instance needs: derived once, from its cfg
         self.updates_done = 0
         self.generator = torch.Generator().manual_seed(seed)
-        self.reference = agent.frozen_copy() if self.requirements.reference else None
+        self.reference = agent.frozen_copy() if self.resolved_needs.reference else None
 
     def collect(self, collector, agent) -> tuple[Batch | None, list, dict[str, float]]:
         """One batch from the shared collector: (batch, finished episodes, extra metrics). An
@@ -154,7 +210,7 @@ class Algorithm(ABC):
             "kl": float(((torch.expm1(log_ratio) - log_ratio) * mask).sum() / n),
             "entropy": float((dist.entropy() * mask).sum() / n),
         }
-        if values_target is not None and self.requirements.critic:
+        if values_target is not None and self.resolved_needs.critic:
             out["explained_variance"] = explained_variance(self.agent.value(batch.obs), values_target, mask)
         return out
 
@@ -246,14 +302,14 @@ CLIP_FRACTIONS = ("clip_fraction", "clip_fraction_low", "clip_fraction_high")
 
 
 def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tensor], *, aggregation: str,
-                   split: str, num_epochs: int, num_minibatches: int, optimizer: torch.optim.Optimizer, params,
+                   by: str, num_epochs: int, num_minibatches: int, optimizer: torch.optim.Optimizer, params,
                    max_grad_norm: float | None, clip: tuple[float, float] | None = None,
                    penalty: Callable[..., Tensor | None] | None = None, vf_coef: float | None = None,
-                   value_clip: float | None = None, ent_coef: float = 0.0, minibatch_adv_norm: bool = False,
+                   value_clip_eps: float | None = None, ent_coef: float = 0.0, minibatch_adv_norm: bool = False,
                    diagnostics: str = "after_update", **per_step: Tensor) -> dict[str, float]:
     """The PPO update procedure (Schulman et al. 2017, Algorithm 1), shared by PPO-clip, PPO-KL,
     GRPO, DAPO and RLOO: ``num_epochs`` passes over the batch, each in ``num_minibatches``
-    shuffled minibatches (``split``: ``"step"`` samples single steps, ``"column"`` keeps whole
+    shuffled minibatches (``by``: ``"step"`` samples single steps, ``"column"`` keeps whole
     columns / sequences), one gradient step per minibatch on
 
         loss = aggregate(objective, mask, aggregation) [+ penalty] [+ vf_coef * L^VF] [- ent_coef * S]
@@ -263,7 +319,8 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
       ``returns`` for a critic, ``logp_ref`` for a KL to pi_ref), ``metrics`` takes extra numbers;
     - ``penalty(dist, logp, mb, metrics)``: a scalar added after the aggregation, or None (PPO-KL's
       ``beta * KL[pi_old, pi]``);
-    - ``vf_coef``: the critic is trained jointly (``value_loss``, clipped by ``value_clip``);
+    - ``vf_coef``: the critic is trained jointly (``value_loss``; with ``value_clip_eps``, clipped
+      around the old values as ppo2);
     - ``clip``: ``(eps_low, eps_high)`` of a clipped objective: ``clip_fraction``, ``_low`` and
       ``_high`` (``losses.clip_fractions``) are logged;
     - ``minibatch_adv_norm``: whiten the advantages of each minibatch (CleanRL).
@@ -272,10 +329,14 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
     ``value_loss``, the clip fractions, what the objective logs) and the diagnostics (kl, entropy,
     explained variance) of ``diagnostics``: after the update, or over the last epoch.
     """
+    if by == "column" or not batch.splittable_steps:
+        # a minibatch keeps whole columns: never more minibatches than columns (an empty one's loss is
+        # 0/0). Configs refuse more than a full batch has; a DAPO batch of fewer kept groups lands here.
+        num_minibatches = min(num_minibatches, batch.num_columns)
     metrics, last_epoch = Metrics(), LastEpochDiagnostics()
     last_epoch_from = (num_epochs - 1) * num_minibatches if diagnostics == "last_epoch" else None
     clip_sums = None   # the clip fractions summed over minibatches, one tensor: no host sync in the loop
-    for i, mb in enumerate(algo.epochs(batch, num_epochs, num_minibatches, by=split, **per_step)):
+    for i, mb in enumerate(algo.epochs(batch, num_epochs, num_minibatches, by=by, **per_step)):
         mask = mb["mask"]                  # None: every sampled step is valid
         if minibatch_adv_norm:
             mb["advantages"] = normalize(mb["advantages"], mask)
@@ -290,7 +351,7 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
         loss, values = policy_loss, None
         if vf_coef is not None:
             values = algo.agent.value(mb["obs"])
-            vf_loss = value_loss(values, mb["returns"], mask, mb["values"], value_clip)
+            vf_loss = value_loss(values, mb["returns"], mask, mb["values"], value_clip_eps)
             loss = policy_loss + vf_coef * vf_loss
         if ent_coef:
             loss = loss - ent_coef * aggregate(dist.entropy(), mask, "token-mean")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from algos.base import check_positive
+from algos.base import check_positive, check_range
 from core.batch import concat_columns
 from algos.grpo import GRPO, GRPOConfig
 
@@ -32,7 +32,11 @@ class DAPOConfig(GRPOConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        check_positive(self, "clip_eps_low", "clip_eps_high", "max_sample_batches", "overlong_buffer")
+        check_range(self, "clip_eps_low", 0, 1, low_open=True, high_open=True,
+                    why="the ratio is clipped at 1 - clip_eps_low")
+        check_positive(self, "clip_eps_high", "max_sample_batches")
+        check_range(self, "overlong_buffer", 0, low_open=True, optional=True, why="None: 20% of the length limit")
+        check_range(self, "overlong_coef", 0, why="0: no overlong shaping")
 
 
 def overlong_penalty(lengths: torch.Tensor, length_limit: int, buffer: int) -> torch.Tensor:

@@ -7,13 +7,12 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from algos.advantages import group_relative
-from algos.base import (DIAGNOSTICS, Algorithm, GroupRollout, Metrics, Needs, check_choice, check_positive,
-                        clipped_epochs)
+from algos.base import (DIAGNOSTICS, Algorithm, GroupRollout, Metrics, check_choice, check_lr,
+                        check_max_grad_norm, check_positive, check_range, clipped_epochs)
 from algos.losses import AGGREGATION_MODES, KL_ESTIMATORS, aggregate, clipped_surrogate, kl_estimate
-from core.errors import ConfigError
 
 
 @dataclass
@@ -30,12 +29,15 @@ class GRPOConfig(GroupRollout):
     diagnostics: str = "after_update"  # where the logged kl / entropy come from: after_update (one more pass) | last_epoch (free)
 
     def __post_init__(self):
+        super().__post_init__()
         check_choice("loss_agg", self.loss_agg, AGGREGATION_MODES)
         check_choice("diagnostics", self.diagnostics, DIAGNOSTICS)
         check_choice("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
-        check_positive(self, "lr", "num_epochs", "num_minibatches", "clip_eps", "group_size", "num_groups")
-        if not self.kl_coef >= 0:  # also rejects NaN
-            raise ConfigError(f"kl_coef={self.kl_coef} must be >= 0 (0: no KL term, no reference policy)")
+        check_lr(self, "lr")
+        check_positive(self, "num_epochs", "clip_eps")
+        self.check_minibatches()
+        check_range(self, "kl_coef", 0, why="0: no KL term, no reference policy")
+        check_max_grad_norm(self)
 
 
 class GRPO(Algorithm):
@@ -46,7 +48,7 @@ class GRPO(Algorithm):
     @classmethod
     def needs(cls, cfg):
         # pi_ref only where the KL term is on (DAPO removes it: kl_coef 0; any kl_coef > 0 brings it back)
-        return Needs(rollout="groups", critic=False, reference=cfg.kl_coef > 0)
+        return replace(super().needs(cfg), reference=cfg.kl_coef > 0)
 
     def __init__(self, agent, cfg, total_updates: int, seed: int):
         super().__init__(agent, cfg, total_updates, seed)
@@ -83,7 +85,7 @@ class GRPO(Algorithm):
             per_step["logp_ref"] = self.reference_logp(batch)
         # K epochs of minibatches of whole columns, the objective aggregated as loss_agg says
         out = clipped_epochs(
-            self, batch, self.objective, aggregation=cfg.loss_agg, split="column",
+            self, batch, self.objective, aggregation=cfg.loss_agg, by="column",
             num_epochs=cfg.num_epochs, num_minibatches=cfg.num_minibatches,
             optimizer=self.optimizer, params=self.params, max_grad_norm=cfg.max_grad_norm,
             clip=self.clip_range(), diagnostics=cfg.diagnostics, **per_step)

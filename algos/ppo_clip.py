@@ -14,7 +14,8 @@ from functools import partial
 from typing import Callable, ClassVar
 
 from algos.advantages import gae, normalize
-from algos.base import DIAGNOSTICS, Algorithm, HorizonRollout, Metrics, check_choice, check_positive, clipped_epochs
+from algos.base import (DIAGNOSTICS, Algorithm, HorizonRollout, Metrics, check_choice, check_lr,
+                        check_max_grad_norm, check_positive, check_range, clipped_epochs)
 from algos.losses import clipped_surrogate
 
 
@@ -39,9 +40,15 @@ class PPOClipConfig(HorizonRollout):
     diagnostics: str = "after_update"  # where the logged kl / entropy / explained_variance come from: after_update | last_epoch
 
     def __post_init__(self):
+        super().__post_init__()
         check_choice("adv_norm", self.adv_norm, ("batch", "minibatch", "none"))
         check_choice("diagnostics", self.diagnostics, DIAGNOSTICS)
-        check_positive(self, "lr", "num_epochs", "minibatch_size", "clip_eps", "num_envs", "num_steps")
+        check_lr(self, "lr")
+        check_positive(self, "num_epochs", "minibatch_size", "clip_eps")
+        check_range(self, "lam", 0, 1)
+        check_range(self, "vf_coef", 0)
+        check_range(self, "ent_coef", 0)
+        check_max_grad_norm(self)
 
 
 class PPOClip(Algorithm):
@@ -71,11 +78,11 @@ class PPOClip(Algorithm):
         self.begin_epochs(batch)
         # L^CLIP + c1 L^VF - c2 S, K epochs of minibatches of M steps
         out = clipped_epochs(
-            self, batch, partial(self.objective, clip_eps=clip_eps), aggregation="token-mean", split="step",
+            self, batch, partial(self.objective, clip_eps=clip_eps), aggregation="token-mean", by="step",
             num_epochs=cfg.num_epochs, num_minibatches=max(1, math.ceil(batch.num_steps / cfg.minibatch_size)),
             optimizer=self.optimizer, params=self.params, max_grad_norm=cfg.max_grad_norm,
             clip=(clip_eps, clip_eps) if self.clipped else None, penalty=self.penalty,
-            vf_coef=cfg.vf_coef, value_clip=clip_eps if cfg.value_clip else None, ent_coef=cfg.ent_coef,
+            vf_coef=cfg.vf_coef, value_clip_eps=clip_eps if cfg.value_clip else None, ent_coef=cfg.ent_coef,
             minibatch_adv_norm=cfg.adv_norm == "minibatch", diagnostics=cfg.diagnostics,
             advantages=advantages, returns=returns)
         return self.finish_update(out | self.end_epochs(batch, out))

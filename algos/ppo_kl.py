@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch.distributions import kl_divergence
 
-from algos.base import Metrics, check_choice
+from algos.base import Metrics, check_choice, check_positive, check_range
 from algos.losses import KL_ESTIMATORS, aggregate, importance_surrogate, kl_estimate
 from algos.ppo_clip import PPOClip, PPOClipConfig
 
@@ -31,6 +31,8 @@ class PPOKLConfig(PPOClipConfig):
     def __post_init__(self):
         super().__post_init__()
         check_choice("kl_estimator", self.kl_estimator, ("analytic", *KL_ESTIMATORS))
+        check_range(self, "kl_coef", 0, why="0 with adaptive=false: no penalty")
+        check_positive(self, "kl_target")
 
 
 class PPOKL(PPOClip):

@@ -7,10 +7,11 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from algos.advantages import discounted_returns, normalize
-from algos.base import Algorithm, HorizonRollout, Metrics, Needs, check_choice, check_positive, fit_value
+from algos.base import (Algorithm, HorizonRollout, Metrics, check_choice, check_lr, check_max_grad_norm,
+                        check_positive, fit_value)
 from algos.losses import aggregate, policy_gradient
 
 
@@ -29,8 +30,11 @@ class ReinforceConfig(HorizonRollout):
     max_grad_norm: float | None = None
 
     def __post_init__(self):
+        super().__post_init__()
         check_choice("baseline", self.baseline, ("none", "mean", "value"))
-        check_positive(self, "lr", "num_steps", "num_envs", "vf_lr", "vf_epochs", "vf_minibatch_size")
+        check_lr(self, "lr", "vf_lr")
+        check_positive(self, "vf_epochs", "vf_minibatch_size")
+        check_max_grad_norm(self)
 
 
 class Reinforce(Algorithm):
@@ -42,18 +46,18 @@ class Reinforce(Algorithm):
     def needs(cls, cfg):
         # a critic only for the value baseline: with none / mean no untrained V(s_final) is folded
         # into the reward at a time-limit truncation, and no return is bootstrapped at the horizon
-        return Needs(rollout="horizon", critic=cfg.baseline == "value", reference=False)
+        return replace(super().needs(cfg), critic=cfg.baseline == "value")
 
     def __init__(self, agent, cfg: ReinforceConfig, total_updates: int, seed: int):
         super().__init__(agent, cfg, total_updates, seed)
         self.policy_params = agent.policy_parameters()
         self.optimizer = self.make_optimizer(self.policy_params, cfg.lr)
-        if self.requirements.critic:
+        if self.resolved_needs.critic:
             self.vf_optimizer = self.make_optimizer(agent.value_parameters(), cfg.vf_lr)
 
     def update(self, batch):
         cfg = self.cfg
-        critic = self.requirements.critic
+        critic = self.resolved_needs.critic
         returns = discounted_returns(batch.rewards, batch.dones, batch.last_value if critic else 0.0, cfg.gamma)
         if cfg.baseline == "value":
             advantages = returns - batch.values

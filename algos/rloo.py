@@ -7,12 +7,12 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from algos.advantages import leave_one_out
-from algos.base import Algorithm, GroupRollout, Metrics, Needs, check_positive, clipped_epochs
+from algos.base import (Algorithm, GroupRollout, Metrics, check_lr, check_max_grad_norm, check_positive,
+                        check_range, clipped_epochs)
 from algos.losses import clipped_surrogate, policy_gradient
-from core.errors import ConfigError
 
 
 @dataclass
@@ -28,9 +28,12 @@ class RLOOConfig(GroupRollout):
     max_grad_norm: float | None = None
 
     def __post_init__(self):
-        check_positive(self, "lr", "num_epochs", "num_minibatches", "group_size", "num_groups")
-        if not self.kl_coef >= 0:  # also rejects NaN
-            raise ConfigError(f"kl_coef={self.kl_coef} must be >= 0 (0: no KL penalty, no reference policy)")
+        super().__post_init__()
+        check_lr(self, "lr")
+        check_positive(self, "num_epochs", "clip_eps")
+        self.check_minibatches()
+        check_range(self, "kl_coef", 0, why="0: no KL penalty, no reference policy")
+        check_max_grad_norm(self)
 
 
 class RLOO(Algorithm):
@@ -41,7 +44,7 @@ class RLOO(Algorithm):
     @classmethod
     def needs(cls, cfg):
         # pi_ref only where the KL is folded into the reward (kl_coef > 0)
-        return Needs(rollout="groups", critic=False, reference=cfg.kl_coef > 0)
+        return replace(super().needs(cfg), reference=cfg.kl_coef > 0)
 
     def __init__(self, agent, cfg, total_updates: int, seed: int):
         super().__init__(agent, cfg, total_updates, seed)
@@ -68,7 +71,7 @@ class RLOO(Algorithm):
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
         # each sequence's token sum (the whole output is one action), mean over sequences
         out = clipped_epochs(
-            self, batch, self.objective, aggregation="seq-mean-token-sum", split="column",
+            self, batch, self.objective, aggregation="seq-mean-token-sum", by="column",
             num_epochs=cfg.num_epochs, num_minibatches=cfg.num_minibatches,
             optimizer=self.optimizer, params=self.params, max_grad_norm=cfg.max_grad_norm,
             clip=(cfg.clip_eps, cfg.clip_eps) if cfg.num_epochs > 1 else None,

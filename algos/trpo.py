@@ -19,9 +19,8 @@ from torch.distributions import kl_divergence
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from algos.advantages import gae, normalize
-from algos.base import Algorithm, HorizonRollout, Metrics, check_positive, fit_value
+from algos.base import Algorithm, HorizonRollout, Metrics, check_lr, check_positive, check_range, fit_value
 from algos.losses import aggregate, importance_surrogate
-from core.errors import ConfigError
 
 
 @dataclass
@@ -41,12 +40,13 @@ class TRPOConfig(HorizonRollout):
     fvp_fraction: float = 0.2      # Fisher-vector products on this random part of the batch: trpo_mpi uses every 5th sample
 
     def __post_init__(self):
-        check_positive(self, "num_steps", "num_envs", "max_kl", "cg_iters", "line_search_steps",
-                       "vf_lr", "vf_epochs", "vf_minibatch_size")
-        if not 0 < self.fvp_fraction <= 1:
-            raise ConfigError(f"fvp_fraction={self.fvp_fraction} must lie in (0, 1]")
-        if not 0 < self.line_search_shrink < 1:
-            raise ConfigError(f"line_search_shrink={self.line_search_shrink} must lie in (0, 1)")
+        super().__post_init__()
+        check_positive(self, "max_kl", "cg_iters", "line_search_steps", "vf_epochs", "vf_minibatch_size")
+        check_lr(self, "vf_lr")
+        check_range(self, "lam", 0, 1)
+        check_range(self, "cg_damping", 0)
+        check_range(self, "fvp_fraction", 0, 1, low_open=True)
+        check_range(self, "line_search_shrink", 0, 1, low_open=True, high_open=True)
 
 
 def conjugate_gradient(matvec: Callable[[Tensor], Tensor], b: Tensor, iters: int = 10, tol: float = 1e-10) -> Tensor:

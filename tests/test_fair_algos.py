@@ -191,7 +191,7 @@ def test_needs_follow_the_resolved_config(name, options, critic, reference):
     assert (needs.rollout, needs.critic, needs.reference) == (cls.rollout, critic, reference)
     agent = make_agent(0)
     algo = cls(agent, cfg, total_updates=10, seed=0)
-    assert algo.requirements == needs
+    assert algo.resolved_needs == needs
     assert (algo.reference is not None) == reference
     value_params = {id(p) for p in agent.value_parameters()}
     optimised = {id(p) for opt in algo.optimizers().values() for group in opt.param_groups for p in group["params"]}
@@ -306,3 +306,209 @@ def test_ppo_clip_logs_clip_fractions_per_side():
     got = (metrics["clip_fraction"], metrics["clip_fraction_low"], metrics["clip_fraction_high"])
     assert got == pytest.approx(expected, abs=1e-6)
     assert expected[1] > 0.05 and expected[2] > 0.05
+
+
+# --------------------------------------------------------------------------------------
+# every option of every algorithm is validated when its config is built
+
+from algos.base import clipped_epochs  # noqa: E402
+from core.errors import ConfigError  # noqa: E402
+
+NAN, INF = float("nan"), float("inf")
+# Values no run can use, per option name (NaN and infinities everywhere a number is read).
+BAD_NUMBERS = {
+    "num_envs": [0, -1], "num_steps": [0], "num_groups": [0], "group_size": [1, 0],
+    "gamma": [0.0, 1.5, -0.5, NAN], "lam": [-0.1, 1.1, NAN],
+    "lr": [0.0, -1e-3, NAN],                    # lr=inf stays valid: the fault tests' diverging run
+    "vf_lr": [0.0, NAN], "vf_epochs": [0], "vf_minibatch_size": [0],
+    "max_grad_norm": [-0.5, 0.0, NAN, INF],     # negative: clip_grad_norm_ would reverse the gradient
+    "max_kl": [0.0, NAN], "cg_iters": [0], "cg_damping": [-0.1, NAN], "line_search_steps": [0],
+    "line_search_shrink": [0.0, 1.0, NAN], "fvp_fraction": [0.0, 1.5, NAN],
+    "num_epochs": [0], "minibatch_size": [0], "num_minibatches": [0, "too_many"],
+    "clip_eps": [0.0, -0.2, NAN], "vf_coef": [-1.0, NAN, INF], "ent_coef": [-0.01, NAN, INF],
+    "kl_coef": [-0.1, NAN, INF], "kl_target": [0.0, -0.01, NAN],
+    "clip_eps_low": [0.0, 1.0, NAN], "clip_eps_high": [0.0, NAN], "max_sample_batches": [0],
+    "overlong_buffer": [0, -4], "overlong_coef": [-1.0, NAN],
+}
+
+
+def _bad_options():
+    for name in algos.builtin_names():
+        cfg = algos.get(name).Config()
+        for f in dataclasses.fields(cfg):
+            default = getattr(cfg, f.name)
+            if isinstance(default, bool):
+                continue                     # parsed as a boolean: nothing to validate
+            if isinstance(default, str):     # a choice
+                yield pytest.param(name, f.name, "bogus", id=f"{name}-{f.name}-bogus")
+                continue
+            for value in BAD_NUMBERS[f.name]:   # KeyError: a new numeric option needs bad values here
+                if value == "too_many":
+                    value = cfg.num_groups * cfg.group_size + 1
+                yield pytest.param(name, f.name, value, id=f"{name}-{f.name}-{value}")
+
+
+@pytest.mark.parametrize("name,option,value", list(_bad_options()))
+def test_every_bad_option_value_is_a_config_error_naming_the_option(name, option, value):
+    with pytest.raises(ConfigError, match=rf"^{option}=.*valid: "):
+        algos.get(name).Config(**{option: value})
+
+
+def test_every_builtin_default_and_grid_row_builds():
+    """The checks only reject bad input: each algorithm's own defaults, each suite's defaults for
+    it, each suite preset's algorithm options and each grid row still build."""
+    import suites
+    for name in algos.builtin_names():
+        algos.get(name).Config()
+    for suite_name in suites.names():
+        suite = suites.get(suite_name)
+        for name in algos.builtin_names():
+            cls = algos.get(name)
+            base = suite.defaults_for(cls)
+            cls.Config(**base)
+            for preset in suite.presets.values():
+                options = {k.removeprefix("algo."): v for k, v in preset.items() if k.startswith("algo.")}
+                if options and set(options) <= set(base) | {f.name for f in dataclasses.fields(cls.Config)}:
+                    cls.Config(**{**base, **options})
+        for grid in suite.grids.values():
+            for name, options in grid:
+                cls = algos.get(name)
+                cls.Config(**{**suite.defaults_for(cls), **options})
+
+
+@pytest.mark.parametrize("name", ["grpo", "dapo", "rloo"])
+def test_more_minibatches_than_columns_is_refused(name):
+    # algo=grpo algo.num_minibatches=32 with 2 groups x 8: empty minibatches, NaN in every run
+    with pytest.raises(ConfigError, match=r"num_minibatches=32 .*num_groups x group_size = 2 x 8"):
+        algos.get(name).Config(group_size=8, num_groups=2, num_minibatches=32)
+    algos.get(name).Config(group_size=8, num_groups=2, num_minibatches=16)   # one column each: fine
+
+
+def test_a_dapo_batch_with_fewer_columns_than_minibatches_stays_finite():
+    # dynamic sampling can keep fewer groups than num_groups: the minibatches are capped at the
+    # columns there are, none is empty
+    agent = make_agent(3)
+    algo = make_algo("dapo", agent, group_size=4, num_groups=3, num_epochs=2, num_minibatches=12)
+    batch = group_batch(agent, seed=2).select_columns(torch.arange(4))   # one group kept
+    metrics = algo.update(batch)
+    assert all(math.isfinite(v) for v in metrics.values()), metrics
+    assert all(torch.isfinite(p).all() for p in agent.parameters())
+
+
+def test_a_negative_max_grad_norm_cannot_reverse_the_gradient():
+    for name in ("reinforce", "ppo_clip", "ppo_kl", "grpo", "rloo", "dapo"):
+        with pytest.raises(ConfigError, match=r"max_grad_norm=-1.0 is not valid; valid: None or > 0"):
+            algos.get(name).Config(max_grad_norm=-1.0)
+        algos.get(name).Config(max_grad_norm=None)
+
+
+def test_ppo_kl_rejects_a_negative_beta_and_a_zero_target():
+    from algos.ppo_kl import PPOKLConfig
+    with pytest.raises(ConfigError, match=r"kl_coef=-1.0 is not valid; valid: >= 0"):
+        PPOKLConfig(kl_coef=-1.0)
+    with pytest.raises(ConfigError, match=r"kl_target=0.0 is not valid; valid: > 0"):
+        PPOKLConfig(kl_target=0.0)
+    PPOKLConfig(kl_coef=0.0, adaptive=False)   # Table 1's "no clipping or penalty" row
+
+
+# --------------------------------------------------------------------------------------
+# needs() derives from the base class's, so a subclass's class attributes still count
+
+
+@pytest.mark.parametrize("name,options", [
+    ("reinforce", {"baseline": "mean"}), ("grpo", {}), ("grpo", {"kl_coef": 0.0}), ("rloo", {}), ("dapo", {}),
+])
+def test_needs_of_a_subclass_keep_its_class_attributes(name, options):
+    parent = algos.get(name)
+    cfg = parent.Config(**options)
+    child = type("Child", (parent,), {"uses_critic": True, "uses_reference": True})   # not registered
+    needs, own = child.needs(cfg), parent.needs(cfg)
+    if name == "reinforce":   # critic follows the baseline, the rest the class
+        assert (needs.rollout, needs.critic, needs.reference) == (parent.rollout, own.critic, True)
+    else:                     # reference follows kl_coef, the rest the class
+        assert (needs.rollout, needs.critic, needs.reference) == (parent.rollout, True, own.reference)
+
+
+# --------------------------------------------------------------------------------------
+# names
+
+
+def test_shared_update_takes_by_and_value_clip_eps_and_algorithms_keep_resolved_needs():
+    import inspect
+    params = inspect.signature(clipped_epochs).parameters
+    assert "by" in params and "value_clip_eps" in params            # as Batch.minibatches(by=)
+    assert "split" not in params and "value_clip" not in params     # value_clip is PPOClipConfig's bool
+    algo = make_algo("ppo_clip", make_agent(0))
+    assert algo.resolved_needs == algos.get("ppo_clip").needs(algo.cfg)
+
+
+# --------------------------------------------------------------------------------------
+# the registry: a variant neither inherits a name nor replaces another algorithm
+
+
+@pytest.fixture
+def registry():
+    algos.names()   # load the built-ins and the variant files first
+    saved = dict(algos._REGISTRY)
+    yield algos._REGISTRY
+    algos._REGISTRY.clear()
+    algos._REGISTRY.update(saved)
+
+
+def test_register_refuses_a_class_without_its_own_name(registry):
+    from algos.ppo_clip import PPOClip
+    before = dict(registry)
+    Forgetful = type("Forgetful", (PPOClip,), {"__module__": __name__})
+    with pytest.raises(ConfigError, match=r"Forgetful does not set its own name \(it would inherit 'ppo_clip'\)"):
+        algos.register(Forgetful)
+    assert registry == before and algos.get("ppo_clip") is PPOClip
+
+
+def test_register_refuses_a_taken_name_and_accepts_a_new_one(registry):
+    from algos.ppo_clip import PPOClip
+    Clash = type("Clash", (PPOClip,), {"name": "ppo_clip", "__module__": __name__})
+    with pytest.raises(ConfigError, match=r"algorithm name 'ppo_clip' of .*Clash is taken by algos\.ppo_clip\.PPOClip"):
+        algos.register(Clash)
+    assert algos.get("ppo_clip") is PPOClip
+    Fresh = type("Fresh", (PPOClip,), {"name": "ppo_clip_fresh_test", "__module__": __name__})
+    assert algos.register(Fresh) is Fresh and algos.register(Fresh) is Fresh   # again: a no-op
+    assert algos.get("ppo_clip_fresh_test") is Fresh
+    Other = type("Other", (PPOClip,), {"name": "ppo_clip_fresh_test", "__module__": __name__})
+    with pytest.raises(ConfigError, match="is taken by"):
+        algos.register(Other)
+
+
+# --------------------------------------------------------------------------------------
+# the LLM collector runs the value model only for an algorithm with a critic
+
+
+def test_llm_collector_computes_values_only_for_a_critic(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from suites.llm_toy import LLMToyConfig, LLMToySuite
+    monkeypatch.setenv("PG_ARENA_CACHE", str(tmp_path))
+    suite, cfg = LLMToySuite(), LLMToyConfig(sft_steps=0)   # an untrained tiny model: cheap
+    env = suite.make_env("sort", cfg)
+    for name, options, critic in [("reinforce", {"baseline": "mean"}, False),
+                                  ("reinforce", {"baseline": "none"}, False),
+                                  ("reinforce", {"baseline": "value"}, True),
+                                  ("ppo_clip", {}, True), ("grpo", {}, False)]:
+        cls = algos.get(name)
+        small = {"num_groups": 2, "group_size": 2, "num_minibatches": 1} if cls.rollout == "groups" else {"num_envs": 4}
+        algo_cfg = cls.Config(**{**suite.defaults_for(cls), **small, **options})
+        needs = cls.needs(algo_cfg)
+        assert needs.critic == critic
+        agent = suite.make_agent(env, cfg)
+        calls = []
+        value = agent.value
+        monkeypatch.setattr(agent, "value", lambda obs, _v=value: calls.append(1) or _v(obs))
+        collector, _ = suite.make_collector("sort", cfg, needs, algo_cfg, seed=0)
+        batch, _ = collector.collect(agent)
+        if critic:
+            assert calls and batch.values is not None and batch.values.shape == batch.mask.shape
+            assert torch.equal(batch.values, batch.values * batch.mask)
+        else:
+            assert not calls and batch.values is None, name
+        if cls.rollout == "horizon":   # the suite's KL-shaped reward is there either way
+            assert "kl_ref" in collector.metrics()
+        metrics = cls(agent, algo_cfg, total_updates=2, seed=0).update(batch)
+        assert all(math.isfinite(v) for k, v in metrics.items() if k != "explained_variance"), (name, metrics)

@@ -348,9 +348,10 @@ class LLMToySuite(Suite):
         from suites.llm_toy.collect import LLMCollector
         env = self._task_env(env_id, cfg)
         if needs.rollout == "groups":
-            collector = LLMCollector(env, "groups", algo_cfg.num_groups, algo_cfg.group_size, seed)
+            collector = LLMCollector(env, "groups", algo_cfg.num_groups, algo_cfg.group_size, seed,
+                                     critic=needs.critic)
             return collector, algo_cfg.num_groups * algo_cfg.group_size
-        collector = LLMCollector(env, "horizon", algo_cfg.num_envs, 1, seed)
+        collector = LLMCollector(env, "horizon", algo_cfg.num_envs, 1, seed, critic=needs.critic)
         return collector, algo_cfg.num_envs
 
     def evaluate(self, agent, env: TaskEnv, episodes: int, seed: int) -> dict[str, float]:

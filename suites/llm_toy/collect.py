@@ -6,7 +6,13 @@ harness's ``Batch`` (a column per completion, a step per response token).
 - ``horizon`` (ppo_clip, ppo_kl, trpo, reinforce): one completion per prompt, with
   per-token rewards as in "The N+ Implementation Details of RLHF with PPO" (Huang et al.
   2024): the score on the last token minus ``kl_coef * (log pi - log pi_ref)`` on every
-  token, values from the value model, ``done`` on the last token, ``last_value = 0``.
+  token, ``done`` on the last token, ``last_value = 0``.
+
+``critic`` (the algorithm's ``Needs.critic``): the value model's ``V(s_t)`` of every response
+token is recorded as ``values``; without a critic (REINFORCE with baseline none / mean, the
+group algorithms) no value pass runs and ``values`` is None. The reference log-probabilities
+of a horizon batch are the suite's reward shaping (``suite.kl_coef``), computed for every
+horizon algorithm.
 
 ``global_step`` counts completions generated (what ``steps=`` budgets).
 """
@@ -55,8 +61,9 @@ class AdaptiveKLController:
 
 
 class LLMCollector:
-    def __init__(self, env, mode: str, num_prompts: int, group_size: int, seed: int):
+    def __init__(self, env, mode: str, num_prompts: int, group_size: int, seed: int, *, critic: bool):
         self.env, self.mode, self.num_prompts, self.group_size = env, mode, num_prompts, group_size
+        self.critic = critic   # record V(s_t): only for an algorithm that trains a critic
         cfg = env.cfg
         self.seed = seed
         self.rng = np.random.default_rng(seed)
@@ -112,7 +119,6 @@ class LLMCollector:
             logp_ref = env.chunked(lambda o, a: env.reference(device).dist(o).log_prob(a), rollout.obs, rollout.actions)
             kl_seq = ((rollout.logp_old - logp_ref) * mask).sum(0)
             rewards = per_token_rewards(scores, rollout.logp_old, logp_ref, mask, self.kl_coef)
-            values = env.chunked(lambda o, a: agent.value(o), rollout.obs, rollout.actions) * mask
             metrics.update(kl_ref=float(kl_seq.mean()), kl_coef=self.kl_coef,
                            reward_with_kl=float(rewards.sum(0).mean()))
             if self.kl is not None:
@@ -121,7 +127,8 @@ class LLMCollector:
         else:
             rewards = torch.zeros(R, N, device=device)
             rewards[lengths - 1, columns] = scores
-            values = None
+        values = (env.chunked(lambda o, a: agent.value(o), rollout.obs, rollout.actions) * mask
+                  if self.critic else None)
         batch = Batch(obs=rollout.obs, actions=rollout.actions, rewards=rewards, dones=dones, mask=mask,
                       logp_old=rollout.logp_old, values=values, last_value=torch.zeros(N, device=device),
                       groups=groups.to(device) if groups is not None else None, scores=scores, lengths=lengths,
