@@ -3,8 +3,9 @@
     .venv/bin/python bench/llm_clip_higher.py [results_dir] [--task sort] [--out docs/llm_clip_higher.png]
 
 Reads the runs of ``bench/llm_learning.sh`` (``<results_dir>/llm_toy/<task>/{grpo,dapo}/seed*``)
-and draws, per update and over seeds (mean and 95% t-interval): the policy's entropy on its own
-training batch, and DAPO's low- and high-side clip fractions (``clip_fraction_low``: share of
+(and the symmetric-clip arm ``dapo+clip_eps_high=0.2``: DAPO's schedule without clip-higher) and
+draws, per update and over seeds (mean and 95% t-interval): the policy's entropy on its own
+training batch, and the low- and high-side clip fractions (``clip_fraction_low``: share of
 tokens with ratio < 1 - eps_low and A < 0; ``clip_fraction_high``: ratio > 1 + eps_high and
 A > 0). It prints a table of both, averaged over windows of training, for docs/BENCHMARKS.md.
 """
@@ -22,7 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from core.results import is_done  # noqa: E402
 
-ALGOS = ("grpo", "dapo")
+# GRPO (one update per batch: its ratio stays 1), DAPO, and DAPO without clip-higher on DAPO's own
+# schedule (eps_high = eps_low = 0.2): the last pair isolates the asymmetric clip from the extra updates.
+ALGOS = ("grpo", "dapo", "dapo+clip_eps_high=0.2")
 SERIES = ("entropy", "clip_fraction_low", "clip_fraction_high")
 WINDOWS = 4      # the table's windows of training (quarters)
 
@@ -71,13 +74,23 @@ def table(task_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def figure(task_dir: Path, out: Path) -> None:
+def rolling_mean(values, window: int):
+    """Each run's series (rows) averaged over the last ``window`` updates (shorter at the start)."""
+    import numpy as np
+    cumulative = np.cumsum(values, axis=1)
+    out = cumulative.copy()
+    out[:, window:] = cumulative[:, window:] - cumulative[:, :-window]
+    counts = np.minimum(np.arange(1, values.shape[1] + 1), window)
+    return out / counts
+
+
+def figure(task_dir: Path, out: Path, smooth: int = 10) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for algo, colour in zip(ALGOS, ("tab:blue", "tab:red")):
+    for algo, colour in zip(ALGOS, ("tab:blue", "tab:red", "tab:green")):
         runs = runs_of(task_dir, algo)
         if not runs:
             continue
@@ -87,7 +100,7 @@ def figure(task_dir: Path, out: Path) -> None:
                                (axes[1], "clip_fraction_high", "-")):
             if not all(key in r[0] for r in runs):
                 continue
-            values = np.array([[row[key] for row in r[:length]] for r in runs])
+            values = rolling_mean(np.array([[row[key] for row in r[:length]] for r in runs]), smooth)
             mean = values.mean(0)
             half = np.array([mean_ci(list(values[:, j]))[1] for j in range(length)])
             label = f"{algo}" if key == "entropy" else f"{algo} {key.rsplit('_', 1)[1]}"
@@ -99,7 +112,7 @@ def figure(task_dir: Path, out: Path) -> None:
                 title="clip fractions: low side (--), high side (-)")
     for ax in axes:
         ax.legend()
-    fig.suptitle(f"task={task_dir.name}: mean and 95% CI over seeds")
+    fig.suptitle(f"task={task_dir.name}: mean and 95% CI over seeds, each run a rolling mean over {smooth} updates")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
@@ -111,12 +124,13 @@ def main() -> None:
     parser.add_argument("results_dir", nargs="?", default=str(ROOT / "results" / "bench_llm"))
     parser.add_argument("--task", default="sort")
     parser.add_argument("--out", default=None, help="figure path (default <results_dir>/llm_clip_higher.png)")
+    parser.add_argument("--smooth", type=int, default=10, help="rolling mean over this many updates per run")
     args = parser.parse_args()
     task_dir = Path(args.results_dir) / "llm_toy" / args.task
     if not task_dir.is_dir():
         sys.exit(f"error: no runs under {task_dir}; run bash bench/llm_learning.sh {args.results_dir} first")
     print(table(task_dir))
-    figure(task_dir, Path(args.out) if args.out else Path(args.results_dir) / "llm_clip_higher.png")
+    figure(task_dir, Path(args.out) if args.out else Path(args.results_dir) / "llm_clip_higher.png", args.smooth)
 
 
 if __name__ == "__main__":

@@ -265,5 +265,13 @@ class MujocoSuite(Suite):
         # The passive env checker re-validates every step (~5 us); the spaces were checked in validate_env.
         return gym.make(env_id, disable_env_checker=True)
 
+    def make_vec_env(self, env_id: str, cfg: MujocoConfig, num_envs: int):
+        """The paper's seven environments step natively (``suites/mujoco_vec.py``: bit-identical
+        to gymnasium's -v5 on the same seeds and actions, without gymnasium's per-step Python
+        work); any other gymnasium id as a list of gymnasium environments. Not an option: the
+        two give the same numbers, so a run's results do not depend on which stepped it."""
+        from suites.mujoco_vec import make_mujoco_vec_env
+        return make_mujoco_vec_env(env_id, num_envs) or super().make_vec_env(env_id, cfg, num_envs)
+
     def make_agent(self, env: gym.Env, cfg: MujocoConfig) -> MLPAgent:
         return MLPAgent(env.observation_space, env.action_space, cfg)

@@ -303,7 +303,7 @@ def test_envpool_resets_a_finished_game_in_the_same_step():
 def test_group_rollout_starts_every_member_of_a_group_identically():
     cfg = AtariConfig()
     grpo = algos.get("grpo")
-    algo_cfg = grpo.Config(**{**SUITE.defaults_for(grpo), "group_size": 2})
+    algo_cfg = grpo.Config(**{**SUITE.defaults_for(grpo), "group_size": 2, "num_minibatches": 1})
     collector, _ = SUITE.make_collector("Qbert", cfg, grpo.needs(algo_cfg), algo_cfg, seed=0)
     starts = {}
     for seed in range(5):

@@ -1,0 +1,177 @@
+"""suites/mujoco_vec.py: the native engine against a ListVecEnv of gymnasium -v5 environments,
+step by step, bit for bit (np.array_equal, exact floats), on the same seeds and actions."""
+import copy
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from core.envs import ListVecEnv
+from core.results import learning_rows
+from suites.mujoco_vec import SUPPORTED_ENVS, MujocoVecEnv, _has_batch
+
+BACKENDS = ["loop"] + (["batch"] if _has_batch() else [])
+
+
+def gym_vec(env_id, n, limit=None):
+    kwargs = {} if limit is None else {"max_episode_steps": limit}
+    return ListVecEnv([gym.make(env_id, disable_env_checker=True, **kwargs) for _ in range(n)])
+
+
+def actions_for(env_id, n, steps, seed, scale=1.0):
+    space = gym.make(env_id, disable_env_checker=True).action_space
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(space.low, space.high, (steps, n, space.shape[0])) * scale
+    return a.astype(np.float32)   # as the collector passes them (agent.env_action: float32)
+
+
+def assert_same_step(t, ref, got):
+    assert np.array_equal(ref.obs, got.obs), f"step {t}: obs differ by {np.abs(ref.obs - got.obs).max()}"
+    assert got.obs.dtype == ref.obs.dtype == np.float64
+    assert np.array_equal(ref.rewards, got.rewards), f"step {t}: rewards {ref.rewards} vs {got.rewards}"
+    assert np.array_equal(ref.terminated, got.terminated), f"step {t}: terminated"
+    assert np.array_equal(ref.truncated, got.truncated), f"step {t}: truncated"
+    assert ref.final_obs.keys() == got.final_obs.keys(), f"step {t}: final_obs keys"
+    for i in ref.final_obs:
+        assert np.array_equal(ref.final_obs[i], got.final_obs[i]), f"step {t}: final_obs[{i}]"
+    assert ref.episodes == got.episodes, f"step {t}: episodes {ref.episodes} vs {got.episodes}"
+
+
+def run_both(env_id, n, steps, limit, seed, backend, scale=1.0):
+    ref, eng = gym_vec(env_id, n, limit), MujocoVecEnv(env_id, n, max_episode_steps=limit, backend=backend)
+    assert np.array_equal(ref.reset(seed=seed), eng.reset(seed=seed))
+    counts = {"terminated": 0, "truncated": 0}
+    for t, a in enumerate(actions_for(env_id, n, steps, seed, scale)):
+        r, g = ref.step(a), eng.step(a)
+        assert_same_step(t, r, g)
+        counts["terminated"] += int(r.terminated.sum())
+        counts["truncated"] += int((r.truncated & ~r.terminated).sum())
+    return counts
+
+
+# Time limits short enough to see truncations in a few hundred steps (Reacher's own is 50).
+LIMITS = {"Reacher-v5": None}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("env_id", SUPPORTED_ENVS)
+def test_matches_gymnasium(env_id, backend):
+    counts = run_both(env_id, n=3, steps=300, limit=LIMITS.get(env_id, 60), seed=7, backend=backend)
+    if env_id in ("Hopper-v5", "Walker2d-v5", "InvertedPendulum-v5", "InvertedDoublePendulum-v5"):
+        assert counts["terminated"] > 0   # truncations of these: test_long_episodes_truncate_and_terminate
+    else:
+        assert counts["truncated"] > 0
+
+
+@pytest.mark.parametrize("env_id,limit", [("Hopper-v5", 40), ("Walker2d-v5", 25),
+                                           ("InvertedPendulum-v5", 4), ("InvertedDoublePendulum-v5", 4)])
+def test_terminating_envs_also_truncate(env_id, limit):
+    # small actions and short limits: the walkers and pendulums reach the time limit too
+    counts = run_both(env_id, n=3, steps=200, limit=limit, seed=3, backend=BACKENDS[-1], scale=0.05)
+    assert counts["truncated"] > 0
+
+
+def test_default_time_limit_1000():
+    eng = MujocoVecEnv("Swimmer-v5", 2)
+    assert eng.max_episode_steps == gym.spec("Swimmer-v5").max_episode_steps == 1000
+    assert MujocoVecEnv("Reacher-v5", 1).max_episode_steps == 50
+    counts = run_both("Swimmer-v5", n=1, steps=1003, limit=None, seed=11, backend=BACKENDS[-1])
+    assert counts == {"terminated": 0, "truncated": 1}
+
+
+@pytest.mark.skipif(not _has_batch(), reason="mujoco.batch needs MuJoCo >= 4")
+def test_batch_threads_bit_identical():
+    a = actions_for("Hopper-v5", 4, 80, 0)
+    one, two = MujocoVecEnv("Hopper-v5", 4, nthread=1), MujocoVecEnv("Hopper-v5", 4, nthread=2)
+    assert np.array_equal(one.reset(seed=5), two.reset(seed=5))
+    for x in a:
+        assert_same_step(0, one.step(x), two.step(x))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("env_id", ["Hopper-v5", "Reacher-v5", "InvertedDoublePendulum-v5"])
+def test_state_dict_round_trip(env_id, backend):
+    a = actions_for(env_id, 3, 200, 1)
+    eng = MujocoVecEnv(env_id, 3, max_episode_steps=40, backend=backend)
+    obs = eng.reset(seed=2)
+    for x in a[:70]:
+        obs = eng.step(x).obs
+    state = pickle.loads(pickle.dumps(eng.state_dict()))
+    expected = [eng.step(x) for x in a[70:]]
+    other = MujocoVecEnv(env_id, 3, max_episode_steps=40, backend=backend)
+    other.reset(seed=99)
+    for x in a[:5]:
+        other.step(x)
+    restored, exact = other.load_state_dict(state, obs)
+    assert exact and np.array_equal(restored, obs)
+    for t, x in enumerate(a[70:]):
+        assert_same_step(t, expected[t], other.step(x))
+
+
+@pytest.mark.parametrize("env_id", ["Hopper-v5", "Reacher-v5"])
+def test_loads_list_vec_env_checkpoint(env_id):
+    # a run checkpointed under the gymnasium engine resumes exactly under the native one
+    a = actions_for(env_id, 3, 150, 4)
+    ref = gym_vec(env_id, 3, limit=40)
+    obs = ref.reset(seed=8)
+    for x in a[:50]:
+        obs = ref.step(x).obs
+    state = copy.deepcopy(ref.state_dict())
+    eng = MujocoVecEnv(env_id, 3, max_episode_steps=40)
+    eng.reset(seed=0)
+    restored, exact = eng.load_state_dict(state, obs)
+    assert exact and np.array_equal(restored, obs)
+    for t, x in enumerate(a[50:]):
+        assert_same_step(t, ref.step(x), eng.step(x))
+
+
+def test_list_vec_env_reads_native_checkpoint_as_unrestorable():
+    eng = MujocoVecEnv("Hopper-v5", 2)
+    obs = eng.reset(seed=0)
+    ref = gym_vec("Hopper-v5", 2)
+    ref.reset(seed=1)
+    restored, exact = ref.load_state_dict(eng.state_dict(), obs)
+    assert not exact and restored.shape == obs.shape
+
+
+def test_unfit_state_resets_reproducibly():
+    eng = MujocoVecEnv("Hopper-v5", 2)
+    obs0 = eng.reset(seed=0)
+    bad = MujocoVecEnv("Walker2d-v5", 2)
+    bad.reset(seed=0)
+    obs, exact = eng.load_state_dict(bad.state_dict(), np.zeros((2, 17)))
+    assert not exact and obs.shape == obs0.shape and (eng.episode_length == 0).all()
+    again = MujocoVecEnv("Hopper-v5", 2)
+    again.reset(seed=0)
+    assert np.array_equal(again.load_state_dict(bad.state_dict(), np.zeros((2, 17)))[0], obs)
+
+
+def test_rejects_other_envs_and_bad_actions():
+    with pytest.raises(ValueError):
+        MujocoVecEnv("Ant-v5", 2)
+    eng = MujocoVecEnv("Hopper-v5", 2)
+    eng.reset(seed=0)
+    with pytest.raises(ValueError):
+        eng.step(np.zeros((3, 3), dtype=np.float32))
+
+
+def test_a_training_run_is_the_same_on_either_engine(tmp_path, monkeypatch):
+    """The suite steps the paper's environments natively; a run gives the same numbers as with
+    gymnasium's environments (monkeypatched back in), truncations and resets included."""
+    import suites.mujoco_vec as native
+    from harness import cli
+
+    def run(results_dir):
+        args = ["suite=mujoco", "algo=ppo_clip,reinforce", "env=Hopper-v5", "seeds=1", "steps=1536",
+                "algo.num_steps=512", "algo.num_envs=2", "eval_every=1536", "eval_episodes=1", "jobs=1",
+                "threads=1", "report=false", f"results_dir={results_dir}"]
+        assert cli.main(args) == 0
+        return {p.relative_to(results_dir).as_posix(): learning_rows(p)
+                for p in sorted(results_dir.rglob("*.csv"))}
+
+    assert native.make_mujoco_vec_env("Hopper-v5", 2) is not None
+    with_native = run(tmp_path / "native")
+    monkeypatch.setattr(native, "make_mujoco_vec_env", lambda env_id, num_envs, **kw: None)
+    with_gymnasium = run(tmp_path / "gymnasium")
+    assert with_native == with_gymnasium and len(with_native) == 6
