@@ -13,5 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-results/bench_llm}"
 ./run_all.sh suite=llm_toy scale=quick task=sort seeds=3 jobs=2 results_dir="$out"
+# DAPO without clip-higher on DAPO's own schedule (eps_high = eps_low): isolates the asymmetric clip
+./run_all.sh suite=llm_toy scale=quick task=sort algo=dapo algo.clip_eps_high=0.2 seeds=3 jobs=2 results_dir="$out"
 ./run_all.sh suite=llm_toy scale=quick task=keywords algo=ppo_clip,grpo seeds=3 jobs=2 results_dir="$out"
 .venv/bin/python bench/llm_learning_table.py "$out"
+.venv/bin/python bench/llm_clip_higher.py "$out" --out docs/llm_clip_higher.png
