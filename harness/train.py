@@ -18,10 +18,10 @@ import torch
 
 import algos
 import suites
+from core.results import (EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, algorithm_source, atomic_write_bytes,
+                          atomic_write_text, comparable_config, git_commit, now, package_versions, read_run_json,
+                          write_csv)
 from harness.config import RunConfig
-from core.results import algorithm_source
-from core.results import (EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, atomic_write_bytes, atomic_write_text,
-                             comparable_config, git_commit, now, package_versions, read_run_json, write_csv)
 
 # Validation of distribution arguments costs a few microseconds per call in the hot loop.
 torch.distributions.Distribution.set_default_validate_args(False)
