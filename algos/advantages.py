@@ -112,11 +112,15 @@ def leave_one_out(scores: Tensor, groups: Tensor) -> Tensor:
 def normalize(x: Tensor, mask: Tensor | None = None, eps: float = 1e-8, center: bool = True) -> Tensor:
     """Whiten ``x`` over the valid entries (``mask == 1``): ``(x - mean) / (std + eps)``, or
     ``x / (std + eps)`` with ``center=False`` (subtracting the batch mean is itself a baseline;
-    an estimator without one must only be scaled). ``std`` is the sample std (ddof = 1)."""
+    an estimator without one must only be scaled). ``std`` is the sample std (ddof = 1).
+    Over the last two dimensions ``[T, N]``: a leading run dimension (a stack) whitens each run
+    on its own."""
+    steps = (-2, -1) if x.dim() >= 2 else (-1,)
     if mask is None:
-        return ((x - x.mean()) if center else x) / (x.std() + eps)
+        mean, std = x.mean(steps, keepdim=True), x.std(steps, keepdim=True)
+        return ((x - mean) if center else x) / (std + eps)
     m = mask.to(x.dtype)
-    n = m.sum()
-    mean = (x * m).sum() / n
-    var = (((x - mean) * m) ** 2).sum() / (n - 1).clamp(min=1)
+    n = m.sum(steps, keepdim=True)
+    mean = (x * m).sum(steps, keepdim=True) / n
+    var = (((x - mean) * m) ** 2).sum(steps, keepdim=True) / (n - 1).clamp(min=1)
     return ((x - mean) if center else x) / (var.sqrt() + eps) * m

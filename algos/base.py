@@ -127,12 +127,16 @@ class Metrics:
 
     def add(self, **values: Tensor | float) -> None:
         for key, value in values.items():
-            value = value.detach() if isinstance(value, Tensor) else torch.tensor(float(value))
+            value = (value.detach() if isinstance(value, Tensor)
+                     else torch.tensor(value) if isinstance(value, list)   # one number per run of a stack
+                     else torch.tensor(float(value)))
             self._sums[key] = self._sums.get(key, 0.0) + value
             self._counts[key] = self._counts.get(key, 0) + 1
 
-    def means(self) -> dict[str, float]:
-        return {k: float(v) / self._counts[k] for k, v in self._sums.items()}
+    def means(self) -> dict[str, float | list[float]]:
+        """Floats; a list of floats per key where the values were vectors (one per run of a stack)."""
+        return {k: float(v) / self._counts[k] if v.dim() == 0 else [x / self._counts[k] for x in v.tolist()]
+                for k, v in self._sums.items()}
 
 
 class Algorithm(ABC):
@@ -245,6 +249,22 @@ class Algorithm(ABC):
     def load_extra_state(self, state: dict[str, Any]) -> None:
         pass
 
+    # -- the batched engine (algos/stack.py) -------------------------------------------
+    # An algorithm that can train K runs as one stacked model implements ``update_together``,
+    # names the options that may differ between the runs of a stack, and says which configs
+    # it can stack. The planner stacks runs whose configs agree on every other option.
+
+    per_run_options: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def stackable(cls, cfg: Any) -> bool:
+        return False
+
+    @classmethod
+    def update_together(cls, stack, batches: list[Batch]) -> list[dict[str, float]]:
+        """``update`` of each run of ``stack`` (a ``RunStack``) on its batch, as one stacked update."""
+        raise NotImplementedError(f"{cls.name} trains one run at a time")
+
     # -- the one method a new algorithm writes ----------------------------------------
 
     @abstractmethod
@@ -259,7 +279,8 @@ def value_loss(values: Tensor, returns: Tensor, mask: Tensor | None, values_old:
     if clip_eps is not None and values_old is not None:
         clipped = values_old + torch.clamp(values - values_old, -clip_eps, clip_eps)
         err = torch.maximum(err, (clipped - returns) ** 2)
-    return err.mean() if mask is None else (err * mask).sum() / mask.sum()
+    steps = (-2, -1) if err.dim() >= 2 else (-1,)   # a leading run dimension (a stack) is kept
+    return err.mean(steps) if mask is None else (err * mask).sum(steps) / mask.sum(steps)
 
 
 def explained_variance(pred: Tensor, target: Tensor, mask: Tensor) -> float:
@@ -344,7 +365,7 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
         logp = dist.log_prob(mb["actions"])
         if i == 0:  # theta == theta_old here: the ratio must be 1 (catches dropout, a stale logp_old)
             log_ratio = logp - mb["logp_old"]
-            metrics.add(first_ratio_error=(log_ratio if mask is None else log_ratio * mask).abs().max())
+            metrics.add(first_ratio_error=(log_ratio if mask is None else log_ratio * mask).abs().amax((-2, -1)))
         policy_loss = aggregate(objective(dist, logp, mb, metrics), mask, aggregation)
         if penalty is not None and (term := penalty(dist, logp, mb, metrics)) is not None:
             policy_loss = policy_loss + term
@@ -353,11 +374,11 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
             values = algo.agent.value(mb["obs"])
             vf_loss = value_loss(values, mb["returns"], mask, mb["values"], value_clip_eps)
             loss = policy_loss + vf_coef * vf_loss
-        if ent_coef:
+        if isinstance(ent_coef, Tensor) or ent_coef:
             loss = loss - ent_coef * aggregate(dist.entropy(), mask, "token-mean")
         if clip is not None:
-            sides = clip_fractions(logp.detach(), mb["logp_old"], mb["advantages"], *clip).flatten(1)
-            share = sides.mean(1) if mask is None else (sides * mask.flatten()).sum(1) / mask.sum()
+            sides = clip_fractions(logp.detach(), mb["logp_old"], mb["advantages"], *clip)   # [3, (K,) T, N]
+            share = sides.mean((-2, -1)) if mask is None else (sides * mask).sum((-2, -1)) / mask.sum((-2, -1))
             clip_sums = share if clip_sums is None else clip_sums + share
         if last_epoch_from is not None and i >= last_epoch_from:
             last_epoch.add(dist, logp, mb, values)
@@ -368,7 +389,8 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
             metrics.add(policy_loss=policy_loss, value_loss=vf_loss)
     out = metrics.means()
     if clip_sums is not None:
-        out.update(zip(CLIP_FRACTIONS, (s / (i + 1) for s in clip_sums.tolist())))
+        out.update(zip(CLIP_FRACTIONS, ([x / (i + 1) for x in s] if isinstance(s, list) else s / (i + 1)
+                                        for s in clip_sums.tolist())))
     return out | (last_epoch.means() if last_epoch_from is not None
                   else algo.after_update_metrics(batch, per_step.get("returns")))
 

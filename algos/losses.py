@@ -99,20 +99,25 @@ def aggregate(x: Tensor, mask: Tensor | None, mode: str, normalizer: float | Ten
     ``normalizer`` overrides the denominator (token count or sequence count) so that a
     micro-batch can be scaled by the *whole* batch's count: accumulating micro-batch
     gradients then equals the full-batch gradient in every mode.
+
+    Leading dimensions are kept: ``[K, T, N]`` (the K runs of a stack, ``algos/stack.py``)
+    reduces to ``[K]``, each entry the number the run alone gets (the reductions over the last
+    two dimensions are the very reductions of a ``[T, N]`` tensor: bit-identical, tested).
     """
+    steps = (-2, -1) if x.dim() >= 2 else (-1,)
     if mask is None:  # every entry valid (a minibatch of sampled steps)
         mask = torch.ones((), dtype=x.dtype, device=x.device).expand_as(x)
         if normalizer is None and mode == "token-mean":
-            return x.mean()
+            return x.mean(steps)
     m = mask.to(x.dtype)
     if mode == "token-mean":
-        denom = m.sum() if normalizer is None else normalizer
-        return (x * m).sum() / denom
+        denom = m.sum(steps) if normalizer is None else normalizer
+        return (x * m).sum(steps) / denom
     if mode == "seq-mean-token-mean":
-        per_seq = (x * m).sum(0) / m.sum(0).clamp(min=1)
+        per_seq = (x * m).sum(-2) / m.sum(-2).clamp(min=1)
     elif mode == "seq-mean-token-sum":
-        per_seq = (x * m).sum(0)
+        per_seq = (x * m).sum(-2)
     else:
         raise ValueError(f"unknown aggregation mode {mode!r}; valid: {', '.join(AGGREGATION_MODES)}")
-    denom = (m.sum(0) > 0).sum() if normalizer is None else normalizer
-    return per_seq.sum() / denom
+    denom = (m.sum(-2) > 0).sum(-1) if normalizer is None else normalizer
+    return per_seq.sum(-1) / denom

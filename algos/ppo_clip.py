@@ -17,6 +17,7 @@ from algos.advantages import gae, normalize
 from algos.base import (DIAGNOSTICS, Algorithm, HorizonRollout, Metrics, check_choice, check_lr,
                         check_max_grad_norm, check_positive, check_range, clipped_epochs)
 from algos.losses import clipped_surrogate
+from algos.stack import RunStack, per_run, split_metrics
 
 
 @dataclass
@@ -57,18 +58,48 @@ class PPOClip(Algorithm):
     rollout = "horizon"
     uses_critic = True
     clipped: ClassVar[bool] = True   # the objective is clipped at clip_eps (PPO-KL: penalised instead)
-    penalty: ClassVar[Callable | None] = None   # a term added after aggregation (PPO-KL: beta * KL)
+    # What may differ between the runs of a stack (algos/stack.py): the numbers the minibatch
+    # loop reads per run, and the per-run schedules. Every other option is the same in a stack.
+    per_run_options: ClassVar[tuple[str, ...]] = ("lr", "clip_eps", "vf_coef", "ent_coef", "gamma", "lam",
+                                                  "lr_anneal", "clip_anneal")
 
     def __init__(self, agent, cfg: PPOClipConfig, total_updates: int, seed: int):
         super().__init__(agent, cfg, total_updates, seed)
         self.params = list(agent.parameters())
         self.optimizer = self.make_optimizer(self.params, cfg.lr)
 
-    def objective(self, dist, logp, mb, metrics: Metrics, clip_eps: float):
+    @classmethod
+    def stackable(cls, cfg: PPOClipConfig) -> bool:
+        # the last epoch's diagnostics are gathered per minibatch (not per run of a stack)
+        return cfg.diagnostics == "after_update"
+
+    def objective(self, dist, logp, mb, metrics: Metrics, clip_eps):
         """L^CLIP per step (eq. 7), to minimise; PPO-KL overrides this and ``penalty``."""
         return clipped_surrogate(logp, mb["logp_old"], mb["advantages"], clip_eps)
 
     def update(self, batch):
+        advantages, returns, clip_eps = self.prepare(batch)
+        # L^CLIP + c1 L^VF - c2 S, K epochs of minibatches of M steps
+        out = clipped_epochs(self, batch, advantages=advantages, returns=returns,
+                             **self.loss_terms([self], clip_eps, self.optimizer, self.params, batch.num_steps))
+        return self.finish(batch, out)
+
+    @classmethod
+    def update_together(cls, stack: RunStack, batches) -> list[dict[str, float]]:
+        """``update`` of K runs at once (``algos/stack.py``): the same steps, the minibatch loop stacked."""
+        prepared = [run.prepare(batch) for run, batch in zip(stack.algos, batches)]
+        advantages, returns = (stack.stack_steps([p[i] for p in prepared]) for i in (0, 1))
+        clip_eps = per_run([p[2] for p in prepared], like=advantages, dims=2)
+        out = clipped_epochs(stack, stack.batch, advantages=advantages, returns=returns,
+                             **cls.loss_terms(stack.algos, clip_eps, stack.optimizers["optimizer"], stack.agent.parameters(),
+                                              stack.batch.num_steps, stack.agent))
+        stack.write_back()
+        return [run.finish(batch, out_k)
+                for run, batch, out_k in zip(stack.algos, batches, split_metrics(out, len(stack)))]
+
+    def prepare(self, batch):
+        """GAE advantages (whitened as ``adv_norm`` says), returns, this update's clip epsilon and
+        learning rate (annealed as configured)."""
         cfg = self.cfg
         advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_value, cfg.gamma, cfg.lam)
         if cfg.adv_norm == "batch":
@@ -76,15 +107,29 @@ class PPOClip(Algorithm):
         clip_eps = self.anneal(cfg.clip_eps, cfg.clip_anneal)
         self.set_lr(self.optimizer, self.anneal(cfg.lr, cfg.lr_anneal))
         self.begin_epochs(batch)
-        # L^CLIP + c1 L^VF - c2 S, K epochs of minibatches of M steps
-        out = clipped_epochs(
-            self, batch, partial(self.objective, clip_eps=clip_eps), aggregation="token-mean", by="step",
-            num_epochs=cfg.num_epochs, num_minibatches=max(1, math.ceil(batch.num_steps / cfg.minibatch_size)),
-            optimizer=self.optimizer, params=self.params, max_grad_norm=cfg.max_grad_norm,
-            clip=(clip_eps, clip_eps) if self.clipped else None, penalty=self.penalty,
-            vf_coef=cfg.vf_coef, value_clip_eps=clip_eps if cfg.value_clip else None, ent_coef=cfg.ent_coef,
-            minibatch_adv_norm=cfg.adv_norm == "minibatch", diagnostics=cfg.diagnostics,
-            advantages=advantages, returns=returns)
+        return advantages, returns, clip_eps
+
+    @classmethod
+    def loss_terms(cls, runs: list["PPOClip"], clip_eps, optimizer, params, num_steps: int, agent=None) -> dict:
+        """The arguments of ``clipped_epochs`` for ``runs`` (one run, or the runs of a stack with
+        ``agent`` their stacked agent): a number every run shares is passed as it is, one that
+        differs as a per-run tensor (``per_run``)."""
+        cfg = runs[0].cfg   # the options the runs of a stack share
+        return dict(
+            objective=partial(runs[0].objective, clip_eps=clip_eps), aggregation="token-mean", by="step",
+            num_epochs=cfg.num_epochs, num_minibatches=max(1, math.ceil(num_steps / cfg.minibatch_size)),
+            optimizer=optimizer, params=params, max_grad_norm=cfg.max_grad_norm,
+            clip=(clip_eps, clip_eps) if cls.clipped else None, penalty=cls.penalty_term(runs, agent),
+            vf_coef=per_run([r.cfg.vf_coef for r in runs]), value_clip_eps=clip_eps if cfg.value_clip else None,
+            ent_coef=per_run([r.cfg.ent_coef for r in runs]), minibatch_adv_norm=cfg.adv_norm == "minibatch",
+            diagnostics=cfg.diagnostics)
+
+    @classmethod
+    def penalty_term(cls, runs: list["PPOClip"], agent=None) -> Callable | None:
+        """A term added after aggregation, or None (PPO-KL: beta * KL[pi_old, pi])."""
+        return None
+
+    def finish(self, batch, out: dict[str, float]) -> dict[str, float]:
         return self.finish_update(out | self.end_epochs(batch, out))
 
     def begin_epochs(self, batch) -> None:

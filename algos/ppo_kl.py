@@ -12,11 +12,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from torch.distributions import kl_divergence
 
 from algos.base import Metrics, check_choice, check_positive, check_range
+from algos.stack import per_run
 from algos.losses import KL_ESTIMATORS, aggregate, importance_surrogate, kl_estimate
 from algos.ppo_clip import PPOClip, PPOClipConfig
 
@@ -39,6 +41,7 @@ class PPOKL(PPOClip):
     name = "ppo_kl"
     Config = PPOKLConfig
     clipped = False
+    per_run_options = PPOClip.per_run_options + ("kl_coef", "kl_target", "adaptive")
 
     def __init__(self, agent, cfg: PPOKLConfig, total_updates: int, seed: int):
         super().__init__(agent, cfg, total_updates, seed)
@@ -47,43 +50,57 @@ class PPOKL(PPOClip):
     def begin_epochs(self, batch):
         self.old_policy = self.agent.frozen_copy()  # pi_old, for the closed-form KL
 
-    def kl_old_new(self, obs, dist, logp, logp_old):
-        """Per-step KL[pi_old(.|s), pi(.|s)], ``dist`` being pi(.|s)."""
-        if self.cfg.kl_estimator == "analytic":
-            with torch.no_grad():
-                old = self.old_policy.dist(obs)
-            return kl_divergence(old, dist)
-        # samples were drawn from pi_old: estimate KL(pi_old || pi) with pi_old as the sampler
-        return kl_estimate(logp_old, logp, self.cfg.kl_estimator)
-
     def objective(self, dist, logp, mb, metrics: Metrics, clip_eps):
         """The unclipped surrogate ``-r_t A_t`` per step."""
         return importance_surrogate(logp, mb["logp_old"], mb["advantages"])
 
-    def penalty(self, dist, logp, mb, metrics: Metrics):
-        """``beta * E[KL[pi_old, pi]]`` over the minibatch (None when beta = 0: no penalty)."""
-        if self.beta == 0.0:
+    @classmethod
+    def penalty_term(cls, runs, agent=None):
+        """``beta * E[KL[pi_old, pi]]`` (None when every run's beta is 0: no penalty). ``agent``:
+        the runs' stacked agent, whose frozen copy is the stacked pi_old."""
+        beta = per_run([r.beta for r in runs])
+        if not isinstance(beta, torch.Tensor) and beta == 0.0:
             return None
-        kl = aggregate(self.kl_old_new(mb["obs"], dist, logp, mb["logp_old"]), mb["mask"], "token-mean")
-        metrics.add(kl_penalty=kl)
-        return self.beta * kl
+        old_policy = runs[0].old_policy if agent is None else agent.frozen_copy()
+        return partial(kl_penalty, beta=beta, old_policy=old_policy, estimator=runs[0].cfg.kl_estimator)
 
     def end_epochs(self, batch, metrics):
         with torch.no_grad():
             dist = self.agent.dist(batch.obs)
-            kl = self.kl_old_new(batch.obs, dist, dist.log_prob(batch.actions), batch.logp_old)
+            kl = kl_old_new(self.old_policy, self.cfg.kl_estimator, batch.obs, dist, dist.log_prob(batch.actions),
+                            batch.logp_old)
             d = float(aggregate(kl, batch.mask, "token-mean"))
         beta_used = self.beta
         if self.cfg.adaptive:
             self.beta = adapt_beta(self.beta, d, self.cfg.kl_target)
         del self.old_policy
-        return {"beta": beta_used, "kl_measured": d}
+        extra = {"beta": beta_used, "kl_measured": d}
+        if beta_used == 0.0:   # in a stack with penalised runs the loop measured it; alone it is not logged
+            metrics.pop("kl_penalty", None)
+        return extra
 
     def extra_state(self):
         return {"beta": self.beta}
 
     def load_extra_state(self, state):
         self.beta = state["beta"]
+
+
+def kl_old_new(old_policy, estimator: str, obs, dist, logp, logp_old):
+    """Per-step KL[pi_old(.|s), pi(.|s)], ``dist`` being pi(.|s)."""
+    if estimator == "analytic":
+        with torch.no_grad():
+            old = old_policy.dist(obs)
+        return kl_divergence(old, dist)
+    # samples were drawn from pi_old: estimate KL(pi_old || pi) with pi_old as the sampler
+    return kl_estimate(logp_old, logp, estimator)
+
+
+def kl_penalty(dist, logp, mb, metrics: Metrics, beta, old_policy, estimator: str):
+    """``beta * E[KL[pi_old, pi]]`` over the minibatch (eq. 8's penalty)."""
+    kl = aggregate(kl_old_new(old_policy, estimator, mb["obs"], dist, logp, mb["logp_old"]), mb["mask"], "token-mean")
+    metrics.add(kl_penalty=kl)
+    return beta * kl
 
 
 def adapt_beta(beta: float, d: float, d_targ: float) -> float:

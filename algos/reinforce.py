@@ -13,6 +13,7 @@ from algos.advantages import discounted_returns, normalize
 from algos.base import (Algorithm, HorizonRollout, Metrics, check_choice, check_lr, check_max_grad_norm,
                         check_positive, fit_value)
 from algos.losses import aggregate, policy_gradient
+from algos.stack import split_metrics
 
 
 @dataclass
@@ -48,6 +49,13 @@ class Reinforce(Algorithm):
         # into the reward at a time-limit truncation, and no return is bootstrapped at the horizon
         return replace(super().needs(cfg), critic=cfg.baseline == "value")
 
+    # the batched engine (algos/stack.py): seeds and these numbers may differ within a stack
+    per_run_options = ("lr", "gamma", "vf_lr")
+
+    @classmethod
+    def stackable(cls, cfg: ReinforceConfig) -> bool:
+        return True
+
     def __init__(self, agent, cfg: ReinforceConfig, total_updates: int, seed: int):
         super().__init__(agent, cfg, total_updates, seed)
         self.policy_params = agent.policy_parameters()
@@ -55,7 +63,37 @@ class Reinforce(Algorithm):
         if self.resolved_needs.critic:
             self.vf_optimizer = self.make_optimizer(agent.value_parameters(), cfg.vf_lr)
 
+    @classmethod
+    def stackable(cls, cfg: ReinforceConfig) -> bool:
+        return True
+
+    per_run_options = ("lr", "gamma", "vf_lr")
+
     def update(self, batch):
+        returns, advantages = self.advantages(batch)
+        logp = self.agent.dist(batch.obs).log_prob(batch.actions)
+        loss = aggregate(policy_gradient(logp, advantages), batch.mask, "token-mean")
+        self.gradient_step(self.optimizer, loss, self.policy_params, self.cfg.max_grad_norm)
+        vf_optimizer = self.vf_optimizer if self.resolved_needs.critic else None
+        return self.finish_update(finish(self, self.cfg, batch, returns, loss, logp, batch.logp_old, vf_optimizer))
+
+    @classmethod
+    def update_together(cls, stack, batches):
+        """``update`` of K runs at once (``algos/stack.py``): one stacked gradient step, the critics
+        fitted as one stack."""
+        prepared = [run.advantages(batch) for run, batch in zip(stack.algos, batches)]
+        returns, advantages = (stack.stack_steps([p[i] for p in prepared]) for i in (0, 1))
+        cfg, batch = stack.algos[0].cfg, stack.batch
+        logp = stack.agent.dist(batch.stacked("obs")).log_prob(batch.stacked("actions"))
+        loss = aggregate(policy_gradient(logp, advantages), batch.stacked("mask"), "token-mean")
+        stack.gradient_step(stack.optimizers["optimizer"], loss, None, cfg.max_grad_norm)
+        vf_optimizer = stack.optimizers.get("vf_optimizer")
+        out = finish(stack, cfg, batch, returns, loss, logp, batch.stacked("logp_old"), vf_optimizer)
+        stack.write_back()
+        return [run.finish_update(m) for run, m in zip(stack.algos, split_metrics(out, len(stack)))]
+
+    def advantages(self, batch):
+        """Returns-to-go and the advantages (the configured baseline subtracted, whitened)."""
         cfg = self.cfg
         critic = self.resolved_needs.critic
         returns = discounted_returns(batch.rewards, batch.dones, batch.last_value if critic else 0.0, cfg.gamma)
@@ -67,14 +105,14 @@ class Reinforce(Algorithm):
             advantages = returns
         if cfg.adv_norm:
             advantages = normalize(advantages, batch.mask, center=cfg.baseline != "none")
+        return returns, advantages
 
-        logp = self.agent.dist(batch.obs).log_prob(batch.actions)
-        loss = aggregate(policy_gradient(logp, advantages), batch.mask, "token-mean")
-        self.gradient_step(self.optimizer, loss, self.policy_params, cfg.max_grad_norm)
 
-        metrics = Metrics()
-        metrics.add(policy_loss=loss, first_ratio_error=(logp - batch.logp_old).abs().max())
-        if critic:
-            metrics.add(value_loss=fit_value(self, self.vf_optimizer, batch, returns, cfg.vf_epochs,
-                                             cfg.vf_minibatch_size))
-        return self.finish_update(metrics.means() | self.after_update_metrics(batch, returns))
+def finish(owner, cfg: ReinforceConfig, batch, returns, loss, logp, logp_old, vf_optimizer) -> dict:
+    """The update's metrics, after regressing the critic on the returns where there is one
+    (``vf_optimizer``). ``owner``: the algorithm, or the ``RunStack`` of several runs."""
+    metrics = Metrics()
+    metrics.add(policy_loss=loss, first_ratio_error=(logp - logp_old).abs().amax((-2, -1)))
+    if vf_optimizer is not None:
+        metrics.add(value_loss=fit_value(owner, vf_optimizer, batch, returns, cfg.vf_epochs, cfg.vf_minibatch_size))
+    return metrics.means() | owner.after_update_metrics(batch, returns)

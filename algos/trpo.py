@@ -21,6 +21,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from algos.advantages import gae, normalize
 from algos.base import Algorithm, HorizonRollout, Metrics, check_lr, check_positive, check_range, fit_value
 from algos.losses import aggregate, importance_surrogate
+from algos.stack import per_run, split_metrics
 
 
 @dataclass
@@ -51,7 +52,13 @@ class TRPOConfig(HorizonRollout):
 
 def conjugate_gradient(matvec: Callable[[Tensor], Tensor], b: Tensor, iters: int = 10, tol: float = 1e-10) -> Tensor:
     """Solve ``A x = b`` for symmetric positive-definite ``A`` given only ``matvec(v) = A v``
-    (Hestenes & Stiefel 1952; Nocedal & Wright, Algorithm 5.2), starting from ``x = 0``."""
+    (Hestenes & Stiefel 1952; Nocedal & Wright, Algorithm 5.2), starting from ``x = 0``.
+
+    ``b``: ``[P]``, or ``[K, P]``: K independent systems (the runs of a stack, ``matvec`` block
+    diagonal), each iterated as alone: its own dot products, and a system whose residual is
+    within ``tol`` stops changing while the others go on."""
+    if b.dim() == 2:
+        return _conjugate_gradient_rows(matvec, b, iters, tol)
     x = torch.zeros_like(b)
     r = b.clone()            # residual b - A x
     p = b.clone()            # search direction
@@ -69,6 +76,24 @@ def conjugate_gradient(matvec: Callable[[Tensor], Tensor], b: Tensor, iters: int
     return x
 
 
+def _conjugate_gradient_rows(matvec, b: Tensor, iters: int, tol: float) -> Tensor:
+    """``conjugate_gradient`` of each row of ``b`` (a converged row is frozen, as alone it stops)."""
+    x, r, p = torch.zeros_like(b), b.clone(), b.clone()
+    rr = (r * r).sum(-1, keepdim=True)
+    for _ in range(iters):
+        active = rr > tol
+        if not bool(active.any()):
+            break
+        Ap = matvec(p)
+        alpha = rr / (p * Ap).sum(-1, keepdim=True)
+        x = torch.where(active, x + alpha * p, x)
+        r_new = r - alpha * Ap
+        rr_new = (r_new * r_new).sum(-1, keepdim=True)
+        p = torch.where(active, r_new + (rr_new / rr) * p, p)
+        r, rr = torch.where(active, r_new, r), torch.where(active, rr_new, rr)
+    return x
+
+
 class TRPO(Algorithm):
     name = "trpo"
     Config = TRPOConfig
@@ -80,22 +105,40 @@ class TRPO(Algorithm):
         self.policy_params = agent.policy_parameters()
         self.vf_optimizer = self.make_optimizer(agent.value_parameters(), cfg.vf_lr)
 
-    def update(self, batch):
+    # the batched engine (algos/stack.py): seeds and these numbers may differ within a stack
+    per_run_options = ("gamma", "lam", "max_kl", "vf_lr")
+
+    @classmethod
+    def stackable(cls, cfg: TRPOConfig) -> bool:
+        return True
+
+    def advantages(self, batch):
         cfg = self.cfg
         advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_value, cfg.gamma, cfg.lam)
         if cfg.adv_norm:
             advantages = normalize(advantages, batch.mask)
+        return advantages, returns
+
+    def fvp_part(self, batch):
+        """The random part of the batch the Fisher-vector products see: ``(obs, mask)``."""
+        if self.cfg.fvp_fraction < 1:
+            part = next(batch.minibatches(max(1, round(1 / self.cfg.fvp_fraction)), self.generator, by="step"))
+            return part["obs"], part["mask"]
+        return batch.obs, batch.mask
+
+    def update(self, batch):
+        cfg = self.cfg
+        advantages, returns = self.advantages(batch)
         with torch.no_grad():
             old_dist = self.agent.dist(batch.obs)
         # The Fisher-vector products dominate the cost (double backward); a random part of the
         # batch estimates the curvature well enough (rllab's subsample_factor). 1 = the whole batch.
+        fvp_obs, fvp_mask = self.fvp_part(batch)
         if cfg.fvp_fraction < 1:
-            part = next(batch.minibatches(max(1, round(1 / cfg.fvp_fraction)), self.generator, by="step"))
-            fvp_obs, fvp_mask = part["obs"], part["mask"]
             with torch.no_grad():
                 fvp_old_dist = self.agent.dist(fvp_obs)
         else:
-            fvp_obs, fvp_mask, fvp_old_dist = batch.obs, batch.mask, old_dist
+            fvp_old_dist = old_dist
 
         def surrogate() -> Tensor:
             logp = self.agent.dist(batch.obs).log_prob(batch.actions)
@@ -137,3 +180,81 @@ class TRPO(Algorithm):
         metrics.add(policy_loss=-surr, value_loss=vf_loss, step_accepted=float(accepted),
                     step_fraction=step_frac, kl_line_search=kl, expected_improve=expected_improve)
         return self.finish_update(metrics.means() | self.after_update_metrics(batch, returns))
+
+    @classmethod
+    def update_together(cls, stack, batches):
+        """``update`` of K runs at once (``algos/stack.py``): the surrogate's gradient, the
+        Fisher-vector products and the conjugate gradient of every run in one stacked pass (a
+        block-diagonal Fisher matrix: each run's own), the line search per run (a run keeps the
+        first step it accepts while the others try shorter ones), the critics fitted as one stack."""
+        runs, cfg = stack.algos, stack.algos[0].cfg
+        prepared = [run.advantages(batch) for run, batch in zip(runs, batches)]
+        advantages, returns = (stack.stack_steps([p[i] for p in prepared]) for i in (0, 1))
+        parts = [run.fvp_part(batch) for run, batch in zip(runs, batches)]   # each run's own random part
+        fvp_obs = torch.stack([o for o, _ in parts])
+        fvp_mask = None if parts[0][1] is None else torch.stack([m for _, m in parts])
+        batch, agent = stack.batch, stack.agent
+        obs, actions, mask, logp_old = (batch.stacked(k) for k in ("obs", "actions", "mask", "logp_old"))
+        params = agent.policy_parameters()
+        max_kl = per_run([r.cfg.max_kl for r in runs], like=advantages)
+        with torch.no_grad():
+            old_dist, fvp_old_dist = agent.dist(obs), agent.dist(fvp_obs)
+
+        def surrogate() -> Tensor:   # [K]
+            logp = agent.dist(obs).log_prob(actions)
+            return -aggregate(importance_surrogate(logp, logp_old, advantages), mask, "token-mean")
+
+        def mean_kl() -> Tensor:     # [K]
+            return aggregate(kl_divergence(old_dist, agent.dist(obs)), mask, "token-mean")
+
+        def fisher_vector_product(v: Tensor) -> Tensor:   # [K, P] -> [K, P]
+            kl = aggregate(kl_divergence(fvp_old_dist, agent.dist(fvp_obs)), fvp_mask, "token-mean")
+            grads = torch.autograd.grad(kl.sum(), params, create_graph=True)
+            flat = torch.cat([g.flatten(1) for g in grads], 1)
+            hvp = torch.autograd.grad((flat * v).sum(), params)
+            return torch.cat([h.flatten(1) for h in hvp], 1) + cfg.cg_damping * v
+
+        surr_before = surrogate()
+        g = torch.cat([x.flatten(1) for x in torch.autograd.grad(surr_before.sum(), params)], 1)
+        direction = conjugate_gradient(fisher_vector_product, g, cfg.cg_iters)
+        shs = (direction * fisher_vector_product(direction)).sum(-1, keepdim=True)
+        limit = max_kl if isinstance(max_kl, float) else max_kl.unsqueeze(1)
+        full_step = direction * torch.sqrt(2 * limit / shs.clamp(min=1e-12))
+        expected_improve = (g * full_step).sum(-1)
+
+        theta_old = torch.cat([p.detach().flatten(1) for p in params], 1)
+        surr_before = surr_before.detach()
+        K = len(runs)
+        accepted, step_frac = torch.zeros(K, dtype=torch.bool), torch.zeros(K)
+        kl, surr, theta = torch.zeros(K), surr_before.clone(), theta_old.clone()
+        with torch.no_grad():
+            for k in range(cfg.line_search_steps):
+                frac = cfg.line_search_shrink ** k
+                trial = torch.where(accepted.unsqueeze(1), theta, theta_old + frac * full_step)
+                _set_rows(params, trial)
+                surr_new, kl_new = surrogate(), mean_kl()
+                ok = ~accepted & (kl_new <= max_kl) & (surr_new > surr_before) & torch.isfinite(surr_new)
+                theta = torch.where(ok.unsqueeze(1), trial, theta)
+                step_frac, kl, surr = (torch.where(ok, new, old) for new, old in
+                                       ((torch.full((K,), frac), step_frac), (kl_new, kl), (surr_new, surr)))
+                accepted |= ok
+                if bool(accepted.all()):
+                    break
+            _set_rows(params, torch.where(accepted.unsqueeze(1), theta, theta_old))
+
+        vf_loss = fit_value(stack, stack.optimizers["vf_optimizer"], batch, returns, cfg.vf_epochs,
+                            cfg.vf_minibatch_size)
+        metrics = Metrics()
+        metrics.add(policy_loss=-surr, value_loss=vf_loss, step_accepted=accepted.float(), step_fraction=step_frac,
+                    kl_line_search=kl, expected_improve=expected_improve)
+        out = metrics.means() | stack.after_update_metrics(batch, returns)
+        return [run.finish_update(m) for run, m in zip(runs, split_metrics(out, K))]
+
+
+def _set_rows(params: list[Tensor], flat: Tensor) -> None:
+    """Stacked parameters ``[K, ...]`` from their flattened rows ``[K, P]``."""
+    offset = 0
+    for p in params:
+        n = p[0].numel()
+        p.copy_(flat[:, offset:offset + n].view_as(p))
+        offset += n

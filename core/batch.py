@@ -73,13 +73,9 @@ class Batch:
             # One gather per tensor, then contiguous slices (views): far cheaper than
             # indexing every tensor for every minibatch. Every sampled step is valid, so
             # the minibatch carries no mask (aggregate() treats None as all valid).
-            flat_mask = self.mask.reshape(-1)
-            valid = torch.nonzero(flat_mask > 0, as_tuple=True)[0]
-            order = valid[torch.randperm(valid.numel(), generator=generator)]
+            order = self.step_order(generator)
             shuffled = {k: take_rows(v.flatten(0, 1), order).unsqueeze(1) for k, v in tensors.items() if k != "mask"}
-            bounds = torch.tensor_split(torch.arange(order.numel()), num_minibatches)
-            for part in bounds:
-                lo, hi = int(part[0]), int(part[-1]) + 1
+            for lo, hi in _bounds(order.numel(), num_minibatches):
                 mb = {k: v[lo:hi] for k, v in shuffled.items()}
                 mb["mask"] = None
                 yield mb
@@ -89,6 +85,11 @@ class Batch:
                 yield {k: v[:, part] for k, v in tensors.items()}
         else:
             raise ValueError(f"unknown minibatch split {by!r}; valid: step, column")
+
+    def step_order(self, generator: torch.Generator) -> Tensor:
+        """The valid steps (flat indices into ``[T * N]``) in the shuffled order of one epoch."""
+        valid = torch.nonzero(self.mask.reshape(-1) > 0, as_tuple=True)[0]
+        return valid[torch.randperm(valid.numel(), generator=generator)]
 
     def select_columns(self, columns: Tensor) -> "Batch":
         """A batch of the given columns only (used by DAPO's dynamic sampling)."""
@@ -105,6 +106,34 @@ class Batch:
             lengths=pick(self.lengths, False), truncated=pick(self.truncated, False),
             extras={k: pick(v, True) for k, v in self.extras.items()},
         )
+
+
+def _bounds(n: int, parts: int) -> list[tuple[int, int]]:
+    """``torch.tensor_split``'s split of ``range(n)`` into ``parts`` slices, as (lo, hi)."""
+    return [(int(p[0]), int(p[-1]) + 1) for p in torch.tensor_split(torch.arange(n), parts)]
+
+
+def stacked_minibatches(batches: list[Batch], generators: list[torch.Generator], num_minibatches: int,
+                        by: str = "step", **per_step: Tensor) -> Iterator[dict[str, Tensor]]:
+    """``Batch.minibatches`` of K runs at once (``algos/stack.py``): minibatch i holds each run's
+    own minibatch i, drawn from its own generator exactly as it draws it alone, stacked along a
+    leading run dimension (``[K, B, 1, ...]``). ``per_step``: ``[K, T, N]`` tensors."""
+    if by != "step" or not all(b.splittable_steps for b in batches):
+        raise ValueError("a stack samples single steps (by='step'); column minibatches are for runs alone")
+    orders = [b.step_order(g) for b, g in zip(batches, generators)]
+    n = orders[0].numel()
+    if any(o.numel() != n for o in orders):
+        raise ValueError("the runs of a stack have the same number of valid steps")
+    K, TN = len(batches), batches[0].mask.numel()
+    # one gather per tensor over the runs' flattened steps: row k * T * N + order_k[j]
+    index = (torch.stack(orders) + torch.arange(K).unsqueeze(1) * TN).reshape(-1)
+    tensors = {k: torch.stack([b.step_fields()[k] for b in batches]) for k in batches[0].step_fields() if k != "mask"}
+    tensors.update(per_step)
+    shuffled = {k: take_rows(v.flatten(0, 2), index).view(K, n, 1, *v.shape[3:]) for k, v in tensors.items()}
+    for lo, hi in _bounds(n, num_minibatches):
+        mb = {k: v[:, lo:hi] for k, v in shuffled.items()}
+        mb["mask"] = None
+        yield mb
 
 
 def concat_columns(batches: list[Batch]) -> Batch:

@@ -41,6 +41,70 @@ class VecStep:
     episodes: list[tuple[int, float, int]] = field(default_factory=list)  # (env index, score, length) finished
 
 
+    def rows(self, lo: int, hi: int) -> "VecStep":
+        """The step of environments ``lo..hi-1`` alone, numbered from 0 (one run's share of a
+        shared environment, ``EnvRows``)."""
+        return VecStep(obs=self.obs[lo:hi], rewards=self.rewards[lo:hi], terminated=self.terminated[lo:hi],
+                       truncated=self.truncated[lo:hi],
+                       final_obs={i - lo: o for i, o in self.final_obs.items() if lo <= i < hi},
+                       episodes=[(i - lo, r, n) for i, r, n in self.episodes if lo <= i < hi])
+
+
+class EnvRows:
+    """Environments ``lo..hi-1`` of a vectorised environment shared by the runs of a stack (the
+    batched engine): one run's ``vec_env``. It resets, saves and restores only its rows (its
+    checkpoint is that of a vectorised environment of ``hi - lo`` environments, so a run resumes
+    alone or stacked); all rows step together, through ``step_together``.
+
+    ``shared`` implements ``reset(seed, rows=)``, ``state_dict(rows=)`` and
+    ``load_state_dict(state, obs, rows=)`` (``suites/mujoco_vec.py``)."""
+
+    def __init__(self, shared, lo: int, hi: int):
+        self.shared, self.lo, self.hi = shared, lo, hi
+        self.rows = slice(lo, hi)
+        self.num_envs = hi - lo
+
+    def reset(self, seed: int) -> np.ndarray:
+        return self.shared.reset(seed, rows=self.rows)
+
+    def step(self, actions: np.ndarray) -> VecStep:
+        return step_together([self], [actions])[0]
+
+    def state_dict(self) -> dict:
+        return self.shared.state_dict(rows=self.rows)
+
+    def load_state_dict(self, state: dict, obs: np.ndarray) -> tuple[np.ndarray, bool]:
+        return self.shared.load_state_dict(state, obs, rows=self.rows)
+
+    def close(self) -> None:
+        pass
+
+
+def split_rows(shared, counts: list[int]) -> list[EnvRows]:
+    """``shared``'s environments as consecutive rows of ``counts[k]`` environments each."""
+    if sum(counts) != shared.num_envs:
+        raise ValueError(f"{sum(counts)} rows asked of a vectorised environment of {shared.num_envs}")
+    bounds = np.cumsum([0, *counts])
+    return [EnvRows(shared, int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def step_together(envs: list, actions: list[np.ndarray]) -> list[VecStep]:
+    """Step each run's environments with its actions: one call of the shared environment for
+    runs that are rows of one (rows of no listed run step with zero actions: a run that stopped
+    early in a stack), else one call each."""
+    first = envs[0]
+    if isinstance(first, EnvRows) and all(isinstance(e, EnvRows) and e.shared is first.shared for e in envs):
+        shared = first.shared
+        if len(envs) == 1 and first.num_envs == shared.num_envs:
+            return [shared.step(actions[0])]
+        full = np.zeros((shared.num_envs, *np.shape(actions[0])[1:]), dtype=np.asarray(actions[0]).dtype)
+        for e, a in zip(envs, actions):
+            full[e.rows] = a
+        step = shared.step(full)
+        return [step.rows(e.lo, e.hi) for e in envs]
+    return [e.step(a) for e, a in zip(envs, actions)]
+
+
 class ListVecEnv:
     """Gymnasium environments in a list, reset in the same step as they end.
 

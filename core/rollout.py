@@ -114,48 +114,61 @@ class HorizonCollector:
         self.global_step = 0
 
     def collect(self, agent) -> tuple[Batch, list[Episode]]:
-        T, N = self.num_steps, self.vec_env.num_envs
-        obs_buf = _buffer_for(self.obs, T)
-        act_buf = None
-        rew_buf = np.zeros((T, N), dtype=np.float32)
-        done_buf = np.zeros((T, N), dtype=np.float32)
-        truncations: list[tuple[int, int, np.ndarray]] = []   # (t, env, final observation)
-        episodes: list[Episode] = []
-        # An agent with act_and_score returns log pi(a|s) and V(s) from the forward pass that
-        # chose the actions (as CleanRL and SB3 collect); for the others one batched pass below
-        # computes them (cheap for an MLP, and exact under input normalisation that moves
-        # during collection).
-        scores_while_acting = hasattr(agent, "act_and_score")
-        logp_buf = np.empty((T, N), dtype=np.float32) if scores_while_acting else None
-        value_buf = np.empty((T, N), dtype=np.float32) if scores_while_acting and self.with_values else None
-        for t in range(T):
-            obs_buf[t] = self.obs
-            if scores_while_acting:
-                actions, logp_buf[t], value = agent.act_and_score(self.obs, self.rng, self.with_values)
-                if value_buf is not None:
-                    value_buf[t] = value
-            else:
-                actions = agent.act(self.obs, self.rng)
-            if act_buf is None:
-                act_buf = np.empty((T, *actions.shape), dtype=actions.dtype)
-            act_buf[t] = actions
-            step = self.vec_env.step(agent.env_action(actions))
-            self.global_step += N
-            dones = step.terminated | step.truncated
-            truncations += [(t, i, o) for i, o in step.final_obs.items()]
-            episodes += [Episode(self.global_step, ret, length) for _, ret, length in step.episodes]
-            rew_buf[t] = self.reward_scaler(step.rewards, dones) if self.reward_scaler is not None else step.rewards
-            done_buf[t] = dones
-            self.obs = step.obs
+        return collect_together([self], [agent])[0]
 
+    # -- one batch in three parts (``collect_together`` interleaves them over the runs of a stack) --
+
+    def _begin(self, agent) -> None:
+        T, N = self.num_steps, self.vec_env.num_envs
+        self._obs_buf = _buffer_for(self.obs, T)
+        self._act_buf = None
+        self._rew_buf = np.zeros((T, N), dtype=np.float32)
+        self._done_buf = np.zeros((T, N), dtype=np.float32)
+        self._truncations: list[tuple[int, int, np.ndarray]] = []   # (t, env, final observation)
+        self._episodes: list[Episode] = []
+        # An agent with act_and_score returns log pi(a|s) and V(s) from the forward pass that
+        # chose the actions (as CleanRL and SB3 collect); for the others one batched pass in
+        # ``_finish`` computes them (cheap for an MLP, and exact under input normalisation that
+        # moves during collection).
+        self._scores_while_acting = hasattr(agent, "act_and_score")
+        self._logp_buf = np.empty((T, N), dtype=np.float32) if self._scores_while_acting else None
+        self._value_buf = (np.empty((T, N), dtype=np.float32)
+                           if self._scores_while_acting and self.with_values else None)
+
+    def _act(self, agent, t: int) -> np.ndarray:
+        """Step t's actions from the current observations; returns what the environments receive."""
+        self._obs_buf[t] = self.obs
+        if self._scores_while_acting:
+            actions, self._logp_buf[t], value = agent.act_and_score(self.obs, self.rng, self.with_values)
+            if self._value_buf is not None:
+                self._value_buf[t] = value
+        else:
+            actions = agent.act(self.obs, self.rng)
+        if self._act_buf is None:
+            self._act_buf = np.empty((self.num_steps, *actions.shape), dtype=actions.dtype)
+        self._act_buf[t] = actions
+        return agent.env_action(actions)
+
+    def _record(self, t: int, step) -> None:
+        self.global_step += self.vec_env.num_envs
+        dones = step.terminated | step.truncated
+        self._truncations += [(t, i, o) for i, o in step.final_obs.items()]
+        self._episodes += [Episode(self.global_step, ret, length) for _, ret, length in step.episodes]
+        self._rew_buf[t] = self.reward_scaler(step.rewards, dones) if self.reward_scaler is not None else step.rewards
+        self._done_buf[t] = dones
+        self.obs = step.obs
+
+    def _finish(self, agent) -> tuple[Batch, list[Episode]]:
+        T, N = self.num_steps, self.vec_env.num_envs
+        obs_buf, truncations = self._obs_buf, self._truncations
         device = agent_device(agent)
-        obs_t, act_t = torch.from_numpy(obs_buf).to(device), torch.from_numpy(act_buf).to(device)
-        if scores_while_acting:
-            logp_old = torch.from_numpy(logp_buf).to(device)
-            values = torch.from_numpy(value_buf).to(device) if value_buf is not None else None
+        obs_t, act_t = torch.from_numpy(obs_buf).to(device), torch.from_numpy(self._act_buf).to(device)
+        if self._scores_while_acting:
+            logp_old = torch.from_numpy(self._logp_buf).to(device)
+            values = torch.from_numpy(self._value_buf).to(device) if self._value_buf is not None else None
         else:
             logp_old, values = _policy_outputs(agent, obs_t, act_t, self.with_values)
-        rewards = torch.from_numpy(rew_buf).to(device)
+        rewards = torch.from_numpy(self._rew_buf).to(device)
         last_value = torch.zeros(N, device=device)
         if self.with_values:
             with torch.no_grad():
@@ -167,8 +180,10 @@ class HorizonCollector:
                     steps = torch.tensor([t for t, _, _ in truncations], device=device)
                     envs = torch.tensor([i for _, i, _ in truncations], device=device)
                     rewards[steps, envs] += self.gamma * final_values
-        batch = Batch(obs=obs_t, actions=act_t, rewards=rewards, dones=torch.from_numpy(done_buf).to(device),
+        batch = Batch(obs=obs_t, actions=act_t, rewards=rewards, dones=torch.from_numpy(self._done_buf).to(device),
                       mask=torch.ones(T, N, device=device), logp_old=logp_old, values=values, last_value=last_value)
+        episodes = self._episodes
+        del self._obs_buf, self._act_buf, self._rew_buf, self._done_buf, self._truncations, self._episodes
         return batch, episodes
 
     def state_dict(self):
@@ -191,6 +206,25 @@ class HorizonCollector:
         self.env_state_exact = False  # a vectorised env without state_dict keeps its fresh reset
         if state.get("vec_env") is not None and hasattr(self.vec_env, "load_state_dict"):
             self.obs, self.env_state_exact = self.vec_env.load_state_dict(state["vec_env"], state["obs"])
+
+
+def collect_together(collectors: list[HorizonCollector], agents: list) -> list[tuple[Batch, list[Episode]]]:
+    """One batch of each run (``collectors[k]`` with ``agents[k]``), the runs' environments
+    stepped together (``core.envs.step_together``: one call for the runs of a stack that share a
+    vectorised environment). Each run's batch is the one its collector gathers alone: the same
+    per-run actions, random draws and bookkeeping, in the same order."""
+    horizons = {c.num_steps for c in collectors}
+    if len(horizons) != 1:
+        raise ValueError(f"the runs collected together take the same number of steps; got {sorted(horizons)}")
+    from core.envs import step_together
+    envs = [c.vec_env for c in collectors]
+    for c, agent in zip(collectors, agents):
+        c._begin(agent)
+    for t in range(collectors[0].num_steps):
+        actions = [c._act(agent, t) for c, agent in zip(collectors, agents)]
+        for c, step in zip(collectors, step_together(envs, actions)):
+            c._record(t, step)
+    return [c._finish(agent) for c, agent in zip(collectors, agents)]
 
 
 class GroupCollector:

@@ -11,7 +11,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from harness.config import ConfigError, parse_sweep, plan_runs, split_args, threads_per_run
+from harness.config import ConfigError, parse_sweep, plan_batches, plan_runs, split_args, threads_per_run
 from core.results import ResultsDirError, check_results_dir, done_problem, is_done, read_run_json
 
 USAGE = """usage: ./run_all.sh [key=value ...]
@@ -21,10 +21,13 @@ USAGE = """usage: ./run_all.sh [key=value ...]
   env=Hopper-v5           environments (default: the scale's list)
   scale=smoke|quick|paper budget preset (default: paper)
   seeds=3 steps=1000000   override the scale's seeds and steps per run
-  jobs=2                  runs in parallel (default: cores; executor=ray: the cluster's CPUs)
-  threads=1               torch threads per run (default: cores / runs in parallel, so one
-                          each when runs fill the machine; executor=ray: 1)
-  executor=local|ray      local processes (default) or one Ray task per run
+  jobs=2                  processes in parallel (default: cores; executor=ray: the cluster's CPUs)
+  batch_runs=8            runs trained together in one process as one stacked model (seeds and
+                          numeric settings of one algorithm and environment; default: such runs
+                          split evenly over the jobs, at most 16 a process); 1: one run per process
+  threads=1               torch threads per process (default: cores / processes in parallel, so
+                          one each when they fill the machine; executor=ray: 1)
+  executor=local|ray      local processes (default) or one Ray task per process
   ray_address=host:port   executor=ray: an existing cluster (or auto); default a local Ray
   ray_shared=true         executor=ray: results_dir is on storage every worker sees
   checkpoint_every=20     updates between checkpoints (a killed run resumes from the last)
@@ -44,6 +47,9 @@ USAGE = """usage: ./run_all.sh [key=value ...]
 # time estimate only (docs/BENCHMARKS.md has the measured numbers).
 ESTIMATED_SPS = {"mujoco": 3000, "atari": 150,   # atari, one thread: ppo ~560 (fp32), ~40 trpo, ~170 groups
                  "llm_toy": 100}                  # llm_toy: completions per second
+# The same for the runs of a stack (the batched engine): environment steps per second of all
+# its runs together, on one core.
+ESTIMATED_STACK_SPS = {"mujoco": 8000}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         runs = plan_runs(sweep, algo_overrides, suite_overrides)
         results_root = Path(sweep.results_dir)
         todo = [r for r in runs if not is_done(r.run_dir)]
-        threads = threads_per_run(sweep, len(todo))
-        todo = [dataclasses.replace(r, threads=threads) for r in todo]
+        units = plan_batches(todo, sweep.batch_runs, sweep.jobs)   # the processes: one run or a stack each
+        threads = threads_per_run(sweep, len(units))
+        units = [[dataclasses.replace(r, threads=threads) for r in unit] for unit in units]
+        todo = [r for unit in units for r in unit]
         check_results_dir(results_root, len(todo))
         if todo and sweep.executor == "ray":
             from harness.ray_executor import _ray
@@ -72,14 +80,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    _print_plan(sweep, runs, todo)
+    _print_plan(sweep, runs, todo, units)
     if todo and sweep.executor == "ray":
         from harness.ray_executor import run_ray
         results = run_ray(todo, address=sweep.ray_address, jobs=sweep.jobs if "jobs" in top else None,
-                          shared=sweep.ray_shared, num_gpus=sweep.ray_num_gpus)
+                          shared=sweep.ray_shared, num_gpus=sweep.ray_num_gpus, batches=units)
     elif todo:
         from harness.executor import run_local
-        results = run_local(todo, min(sweep.jobs, len(todo)))
+        results = run_local(todo, min(sweep.jobs, len(units)), batches=units)
     else:
         results = []
     from harness.executor import RUNNING_ELSEWHERE
@@ -147,12 +155,11 @@ def _help(argv: list[str]) -> int:
     return 0
 
 
-def _print_plan(sweep, runs, todo) -> None:
+def _print_plan(sweep, runs, todo, units) -> None:
     per_algo = Counter(r.label for r in runs)
     envs = sorted({r.env for r in runs})
-    steps = sum(r.steps for r in todo)
-    sps = ESTIMATED_SPS.get(sweep.suite, 3000)
-    eta_min = steps / sps / max(1, min(sweep.jobs, len(todo) or 1)) / 60
+    jobs = max(1, min(sweep.jobs, len(units) or 1))
+    minutes = estimated_minutes(sweep.suite, units, jobs)
     print(f"pg-arena: suite={sweep.suite} scale={sweep.scale}")
     print(f"  algorithms: {', '.join(per_algo)}")
     print(f"  environments: {', '.join(envs)}")
@@ -165,9 +172,26 @@ def _print_plan(sweep, runs, todo) -> None:
         elif record is None and (r.run_dir / "run.json").exists():
             print(f"  redo {r.run_id}: run.json is unreadable")
     if todo:
-        print(f"  estimated time: ~{eta_min:.0f} min with jobs={min(sweep.jobs, len(todo))}, "
-              f"{todo[0].threads} torch thread{'s' if todo[0].threads > 1 else ''} per run "
-              f"(at ~{sps} steps/s per run)")
+        stacks = [u for u in units if len(u) > 1]
+        if stacks:
+            print(f"  batched: {sum(map(len, stacks))} runs in {len(stacks)} stack(s) of "
+                  f"{min(map(len, stacks))}-{max(map(len, stacks))} runs, one process each "
+                  f"(batch_runs=1: one run per process)")
+        print(f"  estimated time: ~{minutes:.0f} min with jobs={jobs}, {todo[0].threads} torch "
+              f"thread{'s' if todo[0].threads > 1 else ''} per process")
+
+
+def estimated_minutes(suite: str, units: list, jobs: int) -> float:
+    """The plan's wall-time estimate: each process's steps at the rate measured for its kind (a
+    lone run, or a stack: ``ESTIMATED_SPS`` / ``ESTIMATED_STACK_SPS``), spread over ``jobs``
+    processes (the longest first, as a sweep would if its processes came in that order)."""
+    lone = ESTIMATED_SPS.get(suite, 3000)
+    stacked = ESTIMATED_STACK_SPS.get(suite, lone)
+    seconds = sorted((sum(r.steps for r in u) / (stacked if len(u) > 1 else lone) for u in units), reverse=True)
+    load = [0.0] * jobs
+    for s in seconds:
+        load[load.index(min(load))] += s
+    return max(load) / 60
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ or a refused protocol (one line on stderr; nothing stored is deleted or overwrit
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 import warnings
@@ -37,7 +38,8 @@ from analysis.compare import (Comparison, candidate_overrides, compare_stored, f
 from analysis.load import AnalysisError, ResultsWarning, load_results
 from core.options import parse_key_values
 from core.results import ResultsDirError, check_results_dir, is_done, read_run_json
-from harness.config import ConfigError, RunConfig, SweepConfig, parse_sweep, plan_runs, split_args, threads_per_run
+from harness.config import (ConfigError, RunConfig, SweepConfig, parse_sweep, plan_batches, plan_runs, split_args,
+                            threads_per_run)
 
 # The sweep keys that fix the protocol; given any of them, both sides are planned as a sweep would.
 PROTOCOL_KEYS = ("scale", "env", "steps", "eval_every", "eval_episodes", "device")
@@ -269,15 +271,18 @@ def _print_plan(out: TextIO, suite: str, source: str, steps: int, wanted, sides,
 
 def _run(todo: list[RunConfig], jobs: int | None, threads: int | None, root: Path, executor: Callable | None) -> None:
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
-    per_run = threads_per_run(SweepConfig(jobs=jobs, threads=threads), len(todo))
-    todo = [dataclasses.replace(r, threads=per_run) for r in todo]
+    units = plan_batches(todo, None, jobs)   # the processes, as a sweep plans them (stacks where runs can)
+    per_run = threads_per_run(SweepConfig(jobs=jobs, threads=threads), len(units))
+    units = [[dataclasses.replace(r, threads=per_run) for r in unit] for unit in units]
+    todo = [r for unit in units for r in unit]
     try:
         check_results_dir(root, len(todo))
     except ResultsDirError as exc:
         raise AnalysisError(str(exc)) from None
     if executor is None:
         from harness.executor import run_local
-        executor = run_local
+        executor = functools.partial(run_local, batches=units)
+        jobs = min(jobs, len(units))
     from harness.executor import RUNNING_ELSEWHERE
     results = executor(todo, jobs)
     elsewhere = [r for r in results if r.get("status") == RUNNING_ELSEWHERE]

@@ -31,7 +31,8 @@ class SweepConfig:
     scale: str = "paper"                  # budget preset: smoke | quick | paper
     preset: str | None = None             # a named bundle of overrides the suite defines (e.g. cleanrl)
     grid: str | None = None               # a named list of algorithm settings the suite defines (e.g. table1)
-    jobs: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))  # runs in parallel
+    jobs: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))  # processes in parallel
+    batch_runs: int | None = None         # runs trained together in one process as one stacked model; default: the planner's (see plan_batches); 1: one run per process
     threads: int | None = None            # torch threads per run; default: cores / runs in parallel (see threads_per_run)
     results_dir: str = "results"          # where run folders go
     eval_every: int | None = None         # steps between deterministic evaluations; default the scale's
@@ -188,7 +189,7 @@ def parse_sweep(top: dict[str, str]) -> SweepConfig:
     if sweep.device == "auto":  # CUDA when this machine has it, else the CPU (resolved before the runs start)
         import torch
         sweep.device = "cuda" if torch.cuda.is_available() else "cpu"
-    for key in ("seeds", "steps", "jobs", "threads", "eval_every", "eval_episodes", "checkpoint_every"):
+    for key in ("seeds", "steps", "jobs", "batch_runs", "threads", "eval_every", "eval_episodes", "checkpoint_every"):
         value = getattr(sweep, key)
         if value is not None and value <= 0:
             raise ConfigError(f"{key}={value} must be a positive integer")
@@ -303,3 +304,58 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
                     checkpoint_every=sweep.checkpoint_every, algo_cfg=algo_cfg, suite_cfg=suite_cfg,
                     results_dir=sweep.results_dir, device=sweep.device))
     return runs
+
+
+# ---------------------------------------------------------------------------------------
+# the batched engine: which runs train together (harness/train.py's train_batch)
+
+# Past this many runs a stack gains little (the update is bound by arithmetic by then) and its
+# runs finish later than smaller stacks spread over the cores (docs/BENCHMARKS.md, "Many runs,
+# one process").
+MAX_BATCH_RUNS = 16
+
+
+def stack_key(run: RunConfig) -> tuple | None:
+    """Runs with equal keys can train as one stack: one suite, environment, algorithm class,
+    network and schedule (steps, evaluations, checkpoints), device and threads, their algorithm
+    configs equal but for the algorithm's ``per_run_options``. None: this run trains alone (its
+    algorithm or suite cannot stack, or its config is one the stacked update does not cover)."""
+    import algos
+    import suites
+    algo_cls, suite = algos.get(run.algo), suites.get(run.suite)
+    suite_cfg = suite.Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in run.suite_cfg.items()})
+    if not (algo_cls.stackable(algo_cls.Config(**run.algo_cfg)) and suite.stackable(run.env, suite_cfg)):
+        return None
+    shared = {k: v for k, v in run.algo_cfg.items() if k not in algo_cls.per_run_options}
+    return (run.suite, run.env, run.algo, run.steps, run.eval_every, run.eval_episodes, run.checkpoint_every,
+            run.device, run.threads, run.results_dir, repr(sorted(run.suite_cfg.items())), repr(sorted(shared.items())))
+
+
+def plan_batches(runs: list[RunConfig], batch_runs: int | None, jobs: int) -> list[list[RunConfig]]:
+    """The processes of a sweep: lists of runs trained together (``batch_runs=1``: each run alone).
+
+    Runs that can stack (``stack_key``) are grouped; a group of n runs is split into stacks of at
+    most ``batch_runs`` runs, by default as few as give every one of the ``jobs`` processes a
+    share (``ceil(n / jobs)`` runs each, at most ``MAX_BATCH_RUNS``), with sizes that differ by one
+    at most. Runs keep the sweep's order within a stack, and stacks the order of their first run."""
+    if batch_runs == 1:
+        return [[r] for r in runs]
+    groups: dict = {}
+    units: list[list[RunConfig]] = []
+    for run in runs:
+        key = stack_key(run)
+        if key is None:
+            units.append([run])
+        else:
+            if key not in groups:
+                groups[key] = []
+                units.append(groups[key])   # filled below; split after
+            groups[key].append(run)
+    out = []
+    for unit in units:
+        n = len(unit)
+        size = batch_runs or min(MAX_BATCH_RUNS, max(1, -(-n // max(1, jobs))))
+        parts = -(-n // size)
+        bounds = [round(i * n / parts) for i in range(parts + 1)]
+        out += [unit[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return out

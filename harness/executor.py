@@ -52,35 +52,41 @@ def summarize(record: dict) -> dict:
 # the sweep, common to both executors
 
 def run_sweep(runs: list[RunConfig], backend, max_in_flight: int, retries: int = RETRIES,
-              show_progress: bool = True) -> list[dict]:
-    """Run every run through ``backend`` (``attempt(run)`` yields ``(kind, value)`` events:
-    ``("progress", global_step)``, ``("result", summary)``; it raises ``WorkerDied``).
+              show_progress: bool = True, batches: list[list[RunConfig]] | None = None) -> list[dict]:
+    """Run every run through ``backend``: ``attempt(runs)`` trains a list of runs in one worker
+    (one run, or a stack of them: ``batches``, default each run alone) and yields
+    ``(kind, i, value)`` events about ``runs[i]``: ``("progress", i, global_step)``,
+    ``("result", i, summary)``; it raises ``WorkerDied`` when the worker dies.
 
     Returns one dict per run: ``run_id``, ``status`` (done, failed, or running elsewhere),
     ``error``, ``attempts``, ``resumed_from``.
     """
+    units = batches if batches is not None else [[r] for r in runs]
+    if sorted(r.run_id for u in units for r in u) != sorted(r.run_id for r in runs):
+        raise ValueError("the batches must hold each run of the sweep once")
     total_steps = sum(r.steps for r in runs)
     bar = _progress_bar(total_steps, len(runs), show_progress)
     events: queue.Queue = queue.Queue()
-    todo = iter(list(runs))
+    todo = iter(list(units))
     todo_lock = threading.Lock()
 
     def slot() -> None:
         while True:
             with todo_lock:
-                run = next(todo, None)
-            if run is None:
+                unit = next(todo, None)
+            if unit is None:
                 return
             try:
-                outcome = _drive(run, backend, retries, events)
+                _drive(unit, backend, retries, events)
             except BaseException as exc:  # a bug in the driver: report it, keep the sweep going
-                outcome = {"run_id": run.run_id, "status": "failed", "error": f"driver: {type(exc).__name__}: {exc}",
-                           "attempts": 0, "resumed_from": None}
-            events.put(("outcome", run, outcome))
+                for run in unit:
+                    events.put(("outcome", run, {"run_id": run.run_id, "status": "failed", "attempts": 0,
+                                                 "error": f"driver: {type(exc).__name__}: {exc}",
+                                                 "resumed_from": None}))
 
     threads = [threading.Thread(target=slot, daemon=True, name=f"pg-arena-slot{i}")
-               for i in range(max(1, min(max_in_flight, len(runs))))]
-    results: list[dict] = []
+               for i in range(max(1, min(max_in_flight, len(units))))]
+    results: dict[str, dict] = {}
     done_steps: dict[str, int] = {}
     try:
         for t in threads:
@@ -91,10 +97,10 @@ def run_sweep(runs: list[RunConfig], backend, max_in_flight: int, retries: int =
                 step = min(value, run.steps)
                 bar.update(max(0, step - done_steps.get(run.run_id, 0)))
                 done_steps[run.run_id] = max(step, done_steps.get(run.run_id, 0))
-            elif kind == "outcome":
+            elif kind == "outcome" and run.run_id not in results:
                 bar.update(max(0, run.steps - done_steps.get(run.run_id, 0)))
                 done_steps[run.run_id] = run.steps
-                results.append(value)
+                results[run.run_id] = value
                 bar.set_postfix_str(f"{len(results)}/{len(runs)} runs")
     except BaseException:
         backend.shutdown()  # Ctrl-C: stop the workers; their runs resume next time
@@ -103,38 +109,53 @@ def run_sweep(runs: list[RunConfig], backend, max_in_flight: int, retries: int =
         bar.close()
     for t in threads:
         t.join(timeout=5)
-    order = {r.run_id: i for i, r in enumerate(runs)}
-    return sorted(results, key=lambda r: order[r["run_id"]])
+    return [results[r.run_id] for r in runs]
 
 
-def _drive(run: RunConfig, backend, retries: int, events: queue.Queue) -> dict:
-    outcome = {"run_id": run.run_id, "status": "failed", "error": None, "attempts": 0, "resumed_from": None}
-    lock = RunLock(run.run_dir)
-    if not lock.acquire():
-        return {**outcome, "status": RUNNING_ELSEWHERE, "error": "another sweep holds this run's lock"}
+def _drive(unit: list[RunConfig], backend, retries: int, events: queue.Queue) -> None:
+    """Train the runs of ``unit`` in one worker at a time, each run under its lock; a worker that
+    dies is replaced (its runs resume from their checkpoints) up to ``retries`` times. Puts one
+    ``("outcome", run, outcome)`` event per run."""
+    base = {"status": "failed", "error": None, "attempts": 0, "resumed_from": None}
+    locks, pending = [], []
     try:
-        if is_done(run.run_dir):  # finished by another sweep between planning and now
-            return {**outcome, "status": "done", "note": "already done"}
+        for run in unit:
+            lock = RunLock(run.run_dir)
+            if not lock.acquire():
+                events.put(("outcome", run, {**base, "run_id": run.run_id, "status": RUNNING_ELSEWHERE,
+                                             "error": "another sweep holds this run's lock"}))
+            elif is_done(run.run_dir):  # finished by another sweep between planning and now
+                lock.release()
+                events.put(("outcome", run, {**base, "run_id": run.run_id, "status": "done", "note": "already done"}))
+            else:
+                locks.append(lock)
+                pending.append(run)
         deaths = []
         for attempt in range(1, retries + 2):
-            outcome["attempts"] = attempt
+            if not pending:
+                return
+            reported = set()
             try:
-                result = None
-                for kind, value in backend.attempt(run):
+                for kind, i, value in backend.attempt(pending):
                     if kind == "progress":
-                        events.put(("progress", run, value))
+                        events.put(("progress", pending[i], value))
                     elif kind == "result":
-                        result = value
-                if result is None:
+                        reported.add(i)
+                        events.put(("outcome", pending[i], {**base, "run_id": pending[i].run_id, **value,
+                                                            "attempts": attempt}))
+                if len(reported) < len(pending):
                     raise WorkerDied("the worker ended without a result")
-                return {**outcome, **result, "attempts": attempt}
+                pending = []
             except WorkerDied as exc:
                 deaths.append(str(exc))
+                pending = [r for i, r in enumerate(pending) if i not in reported]
         error = f"worker died {len(deaths)} times: {'; '.join(deaths)}"
-        _mark_failed(run, error)
-        return {**outcome, "error": error}
+        for run in pending:
+            _mark_failed(run, error)
+            events.put(("outcome", run, {**base, "run_id": run.run_id, "error": error, "attempts": retries + 1}))
     finally:
-        lock.release()
+        for lock in locks:
+            lock.release()
 
 
 def _mark_failed(run: RunConfig, error: str) -> None:
@@ -164,7 +185,7 @@ def _die_with_parent() -> None:
             os._exit(1)
 
 
-def _local_worker(run: RunConfig, conn) -> None:
+def _local_worker(runs: list[RunConfig], conn) -> None:
     _die_with_parent()
     # One OpenMP thread until train() sets the run's share of the cores (run.threads, planned by
     # threads_per_run): two busy processes with two threads each ran 20-60x slower on 2 cores.
@@ -179,12 +200,14 @@ def _local_worker(run: RunConfig, conn) -> None:
             os._exit(1)
 
     try:
-        from harness.train import train
-        record = train(run, progress=lambda step: send(("progress", step)))
-        send(("result", summarize(record)))
+        from harness.train import train_batch
+        records = train_batch(runs, progress=lambda i, step: send(("progress", i, step)))
+        for i, record in enumerate(records):
+            send(("result", i, summarize(record)))
     except Exception as exc:  # outside train's own handling (e.g. the run folder cannot be made)
-        send(("result", {"run_id": run.run_id, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
-                         "resumed_from": None}))
+        for i, run in enumerate(runs):
+            send(("result", i, {"run_id": run.run_id, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
+                                "resumed_from": None}))
     finally:
         conn.close()
 
@@ -209,29 +232,29 @@ class LocalBackend:
         self._procs: set = set()
         self._procs_lock = threading.Lock()
 
-    def attempt(self, run: RunConfig) -> Iterator[tuple[str, Any]]:
+    def attempt(self, runs: list[RunConfig]) -> Iterator[tuple[str, int, Any]]:
         reader, writer = self._ctx.Pipe(duplex=False)
-        proc = self._ctx.Process(target=_local_worker, args=(run, writer), daemon=True,
-                                 name=f"pg-arena {run.run_id}")
+        proc = self._ctx.Process(target=_local_worker, args=(runs, writer), daemon=True,
+                                 name=f"pg-arena {runs[0].run_id}" + (f" +{len(runs) - 1}" if len(runs) > 1 else ""))
         with self._procs_lock:
             proc.start()
             self._procs.add(proc)
         writer.close()
-        got_result = False
+        results = 0
         try:
             while True:
                 try:
                     event = reader.recv()
                 except (EOFError, OSError):
                     break
-                got_result = got_result or event[0] == "result"
+                results += event[0] == "result"
                 yield event
         finally:
             reader.close()
             proc.join()
             with self._procs_lock:
                 self._procs.discard(proc)
-        if not got_result:
+        if results < len(runs):
             raise WorkerDied(f"worker {proc.pid} {_describe_exit(proc.exitcode)}")
 
     def shutdown(self) -> None:
@@ -256,11 +279,14 @@ def _context():
     return _CONTEXT
 
 
-def run_local(runs: list[RunConfig], jobs: int, show_progress: bool = True, retries: int = RETRIES) -> list[dict]:
-    """Run every run, ``jobs`` at a time, each in a fresh process; a failed run never stops
-    the others, and a run whose process is killed resumes from its checkpoint."""
+def run_local(runs: list[RunConfig], jobs: int, show_progress: bool = True, retries: int = RETRIES,
+              batches: list[list[RunConfig]] | None = None) -> list[dict]:
+    """Run every run, ``jobs`` processes at a time, each process a fresh one that trains one run
+    or one stack of ``batches``; a failed run never stops the others, and a run whose process is
+    killed resumes from its checkpoint."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # inherited by the fork server
-    return run_sweep(runs, LocalBackend(), max_in_flight=jobs, retries=retries, show_progress=show_progress)
+    return run_sweep(runs, LocalBackend(), max_in_flight=jobs, retries=retries, show_progress=show_progress,
+                     batches=batches)
 
 
 def _progress_bar(total_steps: int, num_runs: int, enabled: bool):

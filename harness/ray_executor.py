@@ -37,7 +37,7 @@ from harness.executor import RETRIES, WorkerDied, run_sweep, summarize
 from core.results import mirror_run_dir, snapshot_run_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("harness", "algos", "suites")
+PACKAGES = ("core", "harness", "algos", "suites")
 
 # A Ray instance started for the sweep (no ray_address): a small object store and no
 # dashboard (what travels is kilobytes of files; the dashboard costs memory and a port).
@@ -86,54 +86,60 @@ def _remove_stale_work_dirs() -> None:
         except PermissionError:  # alive, another user's
             continue
 
-def train_task(run_fields: dict, files: dict[str, bytes], shared: bool) -> Iterator[tuple[str, Any]]:
-    """One attempt of a run, inside a Ray worker: yields ``("started", info)``,
-    ``("progress", global_step)``, ``("files", {name: bytes})`` and last ``("result", summary)``."""
+def train_task(runs_fields: list[dict], files: list[dict[str, bytes]], shared: bool) -> Iterator[tuple[str, Any]]:
+    """One attempt of a run or of a stack of runs (``harness.train.train_batch``), inside a Ray
+    worker: yields ``("started", None, info)``, ``("progress", i, global_step)``,
+    ``("files", i, {name: bytes})`` and last one ``("result", i, summary)`` per run."""
     os.environ["OMP_NUM_THREADS"] = "1"
     import torch
     torch.set_num_threads(1)
-    from harness.train import train
+    from harness.train import train_batch
 
-    run = RunConfig(**run_fields)
+    runs = [RunConfig(**fields) for fields in runs_fields]
     tmp = None
     if shared:
-        run_dir = run.run_dir
+        run_dirs = [run.run_dir for run in runs]
     else:
         _remove_stale_work_dirs()
         tmp = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
-        run_dir = tmp / "run"
-        run_dir.mkdir()
-        for name, data in files.items():
-            (run_dir / name).write_bytes(data)
+        run_dirs = [tmp / f"run{i}" for i in range(len(runs))]
+        for run_dir, run_files in zip(run_dirs, files):
+            run_dir.mkdir()
+            for name, data in run_files.items():
+                (run_dir / name).write_bytes(data)
     events: queue.Queue = queue.Queue()
 
     def target() -> None:
         try:
-            record = train(run, progress=lambda step: events.put(("progress", step)),
-                           on_checkpoint=None if shared else (lambda d: events.put(("files", snapshot_run_dir(d)))),
-                           run_dir=run_dir)
-            if not shared:
-                events.put(("files", snapshot_run_dir(run_dir)))
-            events.put(("result", summarize(record)))
+            records = train_batch(runs, progress=lambda i, step: events.put(("progress", i, step)),
+                                  on_checkpoint=None if shared else (
+                                      lambda i, d: events.put(("files", i, snapshot_run_dir(d)))),
+                                  run_dirs=run_dirs)
+            for i, record in enumerate(records):
+                if not shared:
+                    events.put(("files", i, snapshot_run_dir(run_dirs[i])))
+                events.put(("result", i, summarize(record)))
         except BaseException as exc:  # outside train's own handling
-            events.put(("result", {"run_id": run.run_id, "status": "failed",
-                                   "error": f"{type(exc).__name__}: {exc}", "resumed_from": None}))
+            for i, run in enumerate(runs):
+                events.put(("result", i, {"run_id": run.run_id, "status": "failed",
+                                          "error": f"{type(exc).__name__}: {exc}", "resumed_from": None}))
+        events.put(("end", None, None))
 
     try:
-        yield ("started", {"pid": os.getpid(), "host": socket.gethostname()})
+        yield ("started", None, {"pid": os.getpid(), "host": socket.gethostname()})
         thread = threading.Thread(target=target, daemon=True)
         thread.start()
         while True:
-            kind, value = events.get()
-            if kind == "progress":  # only the latest of a burst of progress reports travels
+            kind, i, value = events.get()
+            if kind == "end":
+                break
+            if kind == "progress":  # only the latest of a burst of progress reports of a run travels
                 try:
-                    while events.queue and events.queue[0][0] == "progress":
-                        kind, value = events.get_nowait()
+                    while events.queue and events.queue[0][:2] == ("progress", i):
+                        kind, i, value = events.get_nowait()
                 except queue.Empty:
                     pass
-            yield (kind, value)
-            if kind == "result":
-                break
+            yield (kind, i, value)
         thread.join()
     finally:
         if tmp is not None:
@@ -151,39 +157,45 @@ class RayBackend:
         self._tasks: set = set()
         self._lock = threading.Lock()
 
-    def attempt(self, run: RunConfig) -> Iterator[tuple[str, Any]]:
+    def attempt(self, runs: list[RunConfig]) -> Iterator[tuple[str, int, Any]]:
         ray = self.ray
-        files = {} if self.shared else snapshot_run_dir(run.run_dir)  # the checkpoint to resume from
-        options = {"num_cpus": 1, "max_retries": 0, "name": f"pg-arena {run.run_id}"}
-        if run.device.startswith("cuda"):
+        # the checkpoints to resume from
+        files = [{} if self.shared else snapshot_run_dir(run.run_dir) for run in runs]
+        name = f"pg-arena {runs[0].run_id}" + (f" +{len(runs) - 1}" if len(runs) > 1 else "")
+        options = {"num_cpus": 1, "max_retries": 0, "name": name}
+        if runs[0].device.startswith("cuda"):
             options["num_gpus"] = self.num_gpus
-        gen = self._remote.options(**options).remote(dataclasses.asdict(run), files, self.shared)
+        gen = self._remote.options(**options).remote([dataclasses.asdict(r) for r in runs], files, self.shared)
         with self._lock:
             self._tasks.add(gen)
-        got_result = False
+        results = set()
         try:
             while True:
                 try:
                     ref = next(gen)
-                    kind, value = ray.get(ref)
+                    kind, i, value = ray.get(ref)
                 except StopIteration:
                     break
                 except ray.exceptions.RayTaskError as exc:  # our code raised in the worker
-                    got_result = True
-                    yield ("result", {"run_id": run.run_id, "status": "failed", "error": _short(exc),
-                                      "resumed_from": None})
+                    for i, run in enumerate(runs):
+                        if i not in results:
+                            results.add(i)
+                            yield ("result", i, {"run_id": run.run_id, "status": "failed", "error": _short(exc),
+                                                 "resumed_from": None})
                     break
                 except ray.exceptions.RayError as exc:  # the worker or its node died
                     raise WorkerDied(f"Ray task {type(exc).__name__}: {_short(exc)}") from None
                 if kind == "files":
-                    mirror_run_dir(run.run_dir, value)
+                    mirror_run_dir(runs[i].run_dir, value)
                     continue
-                got_result = got_result or kind == "result"
-                yield (kind, value)
+                if kind == "result":
+                    results.add(i)
+                if kind in ("progress", "result"):
+                    yield (kind, i, value)
         finally:
             with self._lock:
                 self._tasks.discard(gen)
-        if not got_result:
+        if len(results) < len(runs):
             raise WorkerDied("the Ray task ended without a result")
 
     def shutdown(self) -> None:
@@ -219,18 +231,22 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
 
 
 def run_ray(runs: list[RunConfig], address: str | None = None, jobs: int | None = None, shared: bool = False,
-            num_gpus: float = 0.25, show_progress: bool = True, retries: int = RETRIES) -> list[dict]:
-    """Run every run as Ray tasks, at most ``jobs`` at a time (default: the cluster's CPUs)."""
+            num_gpus: float = 0.25, show_progress: bool = True, retries: int = RETRIES,
+            batches: list[list[RunConfig]] | None = None) -> list[dict]:
+    """Run every run as Ray tasks, at most ``jobs`` at a time (default: the cluster's CPUs); a
+    task trains one run, or one stack of ``batches``."""
     ray = _ray(address)
     if shared:  # the workers' working folders differ from the driver's
-        runs = [dataclasses.replace(r, results_dir=str(Path(r.results_dir).resolve())) for r in runs]
+        resolve = lambda r: dataclasses.replace(r, results_dir=str(Path(r.results_dir).resolve()))  # noqa: E731
+        runs = [resolve(r) for r in runs]
+        batches = None if batches is None else [[resolve(r) for r in b] for b in batches]
     started_here = not ray.is_initialized()
     connect(address, num_cpus=jobs if not address else None)
     try:
         if jobs is None:
             jobs = max(1, int(ray.cluster_resources().get("CPU", 1)))
         return run_sweep(runs, RayBackend(shared, num_gpus), max_in_flight=jobs, retries=retries,
-                         show_progress=show_progress)
+                         show_progress=show_progress, batches=batches)
     finally:
         if started_here:
             ray.shutdown()

@@ -21,6 +21,8 @@ import suites
 from core.results import (EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, algorithm_source, atomic_write_bytes,
                           atomic_write_text, comparable_config, git_commit, now, package_versions, read_run_json,
                           write_csv)
+from algos.stack import RunStack
+from core.rollout import collect_together
 from harness.config import RunConfig
 
 # Validation of distribution arguments costs a few microseconds per call in the hot loop.
@@ -63,82 +65,96 @@ def train(run: RunConfig, progress: Callable[[int], None] | None = None,
     every checkpoint is on disk (the Ray executor sends the folder back to the driver then).
     ``run_dir`` overrides ``run.run_dir`` (a Ray worker trains in a temporary folder).
     """
-    torch.set_num_threads(run.threads)
-    seed_everything(run.seed)
-    run_dir = Path(run_dir) if run_dir is not None else run.run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
-    record = {
-        "run_id": run.run_id, "suite": run.suite, "env": run.env, "algo": run.algo, "variant": run.variant,
-        "seed": run.seed, "config": dataclasses.asdict(run), "versions": package_versions(),
-        "git_commit": git_commit(), "device": run.device, "host": os.uname().nodename, "pid": os.getpid(),
-        "start_time": now(), "end_time": None, "status": "running", "error": None, "global_step": 0,
-        "resumed_from": None, "warnings": [],
-        # the algorithm's own files (a variant's may be untracked, so the commit alone does not identify it)
-        "algo_source": algorithm_source(algos.get(run.algo)),
-    }
-    previous = read_run_json(run_dir)
-    if previous and comparable_config(previous.get("config")) == comparable_config(record["config"]):
-        record["start_time"] = previous.get("start_time", record["start_time"])
-    atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2))
-    state = RunState()
+    return train_batch([run], None if progress is None else (lambda i, step: progress(step)),
+                       None if on_checkpoint is None else (lambda i, d: on_checkpoint(d)),
+                       None if run_dir is None else [run_dir])[0]
+
+
+def train_batch(runs: list[RunConfig], progress: Callable[[int, int], None] | None = None,
+                on_checkpoint: Callable[[int, Path], None] | None = None,
+                run_dirs: list[Path] | None = None) -> list[dict]:
+    """Train ``runs`` in this process, as one stack when there are several (the batched engine,
+    ``algos/stack.py``; the planner groups only runs that can stack: ``harness.config.stack_key``);
+    returns each run's final ``run.json`` record.
+
+    Every run keeps its own folder, ``run.json``, rows, evaluations and checkpoint, written as a
+    lone run writes them (a run checkpointed in a stack resumes alone, and the other way round).
+    A run that fails (a non-finite loss or parameter) is marked failed and leaves the stack; the
+    others go on. ``progress(i, global_step)`` / ``on_checkpoint(i, run_dir)`` name run ``i``.
+    Timing columns (``wall_seconds``, ``collect_seconds``, ``update_seconds``, ``sps``) are the
+    stack's: each run's steps per second is the stack's total divided by its runs.
+    """
+    torch.set_num_threads(runs[0].threads)
+    dirs = [Path(d) for d in run_dirs] if run_dirs is not None else [r.run_dir for r in runs]
+    members = [_Member(i, run, d) for i, (run, d) in enumerate(zip(runs, dirs))]
     try:
-        _train_loop(run, run_dir, record, state, progress, on_checkpoint)
-        record.update(status="done", end_time=now(), files={
-            "episodes.csv": len(state.episodes), "evals.csv": len(state.evals), "metrics.csv": len(state.metrics)})
-    except Exception as exc:  # the sweep goes on; this run is marked failed with where it stopped
-        record.update(status="failed", end_time=now(), failed_update=state.update + 1,
-                      error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8))
-        _write_rows(run_dir, state)
-    record["global_step"] = state.episodes[-1]["global_step"] if state.episodes else record["global_step"]
-    record["wall_seconds"] = round(state.wall_seconds, 3)
-    record["resumes"] = state.resumes
-    atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2))
-    if record["status"] == "done":  # only now: a kill before this line resumes from the checkpoint
-        (run_dir / CHECKPOINT).unlink(missing_ok=True)
-    return record
+        _train_members(members, progress, on_checkpoint)
+    except Exception as exc:   # outside any one run (building the stack, collecting): every unfinished run
+        for m in members:
+            if m.record["status"] == "running":
+                m.fail(exc)
+    for m in members:
+        m.close()
+    return [m.record for m in members]
 
 
-def _write_rows(run_dir: Path, state: RunState) -> dict[str, str]:
-    """Write the CSVs; returns their SHA-256 digests (``run.json`` keeps them, see ``is_done``)."""
-    return {"episodes.csv": write_csv(run_dir / "episodes.csv", state.episodes, EPISODE_COLUMNS),
-            "evals.csv": write_csv(run_dir / "evals.csv", state.evals, state.eval_columns),
-            "metrics.csv": write_csv(run_dir / "metrics.csv", state.metrics, state.metric_columns)}
+class _Member:
+    """One run of ``train_batch``: its record, rows and objects."""
 
+    def __init__(self, index: int, run: RunConfig, run_dir: Path):
+        self.index, self.run, self.run_dir = index, run, run_dir
+        seed_everything(run.seed)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.record = {
+            "run_id": run.run_id, "suite": run.suite, "env": run.env, "algo": run.algo, "variant": run.variant,
+            "seed": run.seed, "config": dataclasses.asdict(run), "versions": package_versions(),
+            "git_commit": git_commit(), "device": run.device, "host": os.uname().nodename, "pid": os.getpid(),
+            "start_time": now(), "end_time": None, "status": "running", "error": None, "global_step": 0,
+            "resumed_from": None, "warnings": [],
+            # the algorithm's own files (a variant's may be untracked, so the commit alone does not identify it)
+            "algo_source": algorithm_source(algos.get(run.algo)),
+        }
+        previous = read_run_json(run_dir)
+        if previous and comparable_config(previous.get("config")) == comparable_config(self.record["config"]):
+            self.record["start_time"] = previous.get("start_time", self.record["start_time"])
+        atomic_write_text(run_dir / "run.json", json.dumps(self.record, indent=2))
+        self.state = RunState()
+        self.checkpoint = run_dir / CHECKPOINT
 
-def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, progress, on_checkpoint) -> None:
-    suite = suites.get(run.suite)
-    suite_cfg = suite.Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in run.suite_cfg.items()})
-    algo_cls = algos.get(run.algo)
-    cfg = algo_cls.Config(**run.algo_cfg)
+    def build(self, suite, suite_cfg, algo_cls, cfg) -> None:
+        """The evaluation environment and the agent, seeded as a lone run seeds them."""
+        seed_everything(self.run.seed)
+        self.cfg = cfg
+        self.eval_env = suite.make_env(self.run.env, suite_cfg, train=False)
+        self.agent = suite.make_agent(self.eval_env, suite_cfg).to(self.run.device)
 
-    eval_env = suite.make_env(run.env, suite_cfg, train=False)
-    agent = suite.make_agent(eval_env, suite_cfg).to(run.device)
-    collector, steps_per_batch = suite.make_collector(run.env, suite_cfg, algo_cls.needs(cfg), cfg, run.seed)
-    algo = algo_cls(agent, cfg, total_updates=math.ceil(run.steps / steps_per_batch), seed=run.seed)
+    def start(self, algo_cls, collector, steps_per_batch: int) -> None:
+        run = self.run
+        self.collector = collector
+        self.algo = algo_cls(self.agent, self.cfg, total_updates=math.ceil(run.steps / steps_per_batch), seed=run.seed)
+        if self.checkpoint.exists():
+            _restore(self.checkpoint, run, self.agent, self.algo, collector, self.state, self.record)
+            atomic_write_text(self.run_dir / "run.json", json.dumps(self.record, indent=2))
+        self.eval_seed = 1_000_000 + 10_000 * run.seed
+        self.start_time = time.perf_counter() - self.state.wall_seconds
 
-    checkpoint = run_dir / CHECKPOINT
-    if checkpoint.exists():
-        _restore(checkpoint, run, agent, algo, collector, state, record)
-        atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2))
+    @property
+    def training(self) -> bool:
+        return self.record["status"] == "running" and self.collector.global_step < self.run.steps
 
-    eval_seed = 1_000_000 + 10_000 * run.seed
-    start = time.perf_counter() - state.wall_seconds
-    while collector.global_step < run.steps:
-        if collector.global_step >= state.next_eval:
-            _evaluate(suite, agent, eval_env, run, eval_seed, collector.global_step, state)
-        collect_start = time.perf_counter()
-        batch, episodes, extra = algo.collect(collector, agent)
-        # A collector may report its own per-batch numbers (LLM: generation tokens/s, KL to the reference).
-        extra.update(collector.metrics() if hasattr(collector, "metrics") else {})
-        update_start = time.perf_counter()
+    def evaluate_if_due(self, suite) -> None:
+        if self.collector.global_step >= self.state.next_eval:
+            _evaluate(suite, self.agent, self.eval_env, self.run, self.eval_seed, self.collector.global_step,
+                      self.state)
+
+    def after_update(self, batch, episodes, extra: dict, metrics: dict | None, progress, on_checkpoint) -> None:
+        """Check, log and checkpoint one update (``metrics`` None: there was no batch to learn from)."""
+        state, run, agent, collector = self.state, self.run, self.agent, self.collector
         state.episodes += [{"global_step": e.global_step, "episode_return": e.ret, "episode_length": e.length}
                            for e in episodes]
-        if batch is None:
+        if metrics is None:
             metrics = {}
         else:
-            metrics = algo.update(batch)
-            metrics["collect_seconds"] = round(update_start - collect_start, 4)
-            metrics["update_seconds"] = round(time.perf_counter() - update_start, 4)
             for key in WATCHED_METRICS:
                 if key in metrics and not math.isfinite(metrics[key]):
                     raise NonFiniteError(f"{key} is {metrics[key]} at update {state.update + 1}")
@@ -148,7 +164,7 @@ def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, pr
             # a full batch is passed as a view: boolean indexing would copy every frame (Atari: 29 MB)
             agent.observe(batch.obs.flatten(0, 1) if bool(valid.all()) else batch.obs[valid])
         state.update += 1
-        state.wall_seconds = time.perf_counter() - start
+        state.wall_seconds = time.perf_counter() - self.start_time
         row = {"update": state.update, "global_step": collector.global_step,
                "wall_seconds": round(state.wall_seconds, 3),
                "sps": round(collector.global_step / max(state.wall_seconds, 1e-9), 1), **metrics, **extra}
@@ -157,16 +173,94 @@ def _train_loop(run: RunConfig, run_dir: Path, record: dict, state: RunState, pr
                 state.metric_columns.append(key)
         state.metrics.append(row)
         if progress is not None:
-            progress(collector.global_step)
+            progress(self.index, collector.global_step)
         # The resume point: the end of an update, before the next evaluation. Everything the
         # next iteration reads is saved here, so a resumed run repeats it bit-for-bit.
         if state.update % run.checkpoint_every == 0:
-            _save(checkpoint, run, agent, algo, collector, state)
+            _save(self.checkpoint, run, agent, self.algo, collector, state)
             if on_checkpoint is not None:
-                on_checkpoint(run_dir)
-    _evaluate(suite, agent, eval_env, run, eval_seed, collector.global_step, state)
-    state.wall_seconds = time.perf_counter() - start
-    record["checksums"] = _write_rows(run_dir, state)
+                on_checkpoint(self.index, self.run_dir)
+
+    def finish(self, suite) -> None:
+        _evaluate(suite, self.agent, self.eval_env, self.run, self.eval_seed, self.collector.global_step, self.state)
+        self.state.wall_seconds = time.perf_counter() - self.start_time
+        self.record["checksums"] = _write_rows(self.run_dir, self.state)
+        self.record.update(status="done", end_time=now(), files={
+            "episodes.csv": len(self.state.episodes), "evals.csv": len(self.state.evals),
+            "metrics.csv": len(self.state.metrics)})
+
+    def fail(self, exc: BaseException) -> None:
+        """The run stops here, marked failed with where it stopped (its batch-mates go on)."""
+        self.record.update(status="failed", end_time=now(), failed_update=self.state.update + 1,
+                           error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8))
+        _write_rows(self.run_dir, self.state)
+
+    def close(self) -> None:
+        state, record = self.state, self.record
+        record["global_step"] = state.episodes[-1]["global_step"] if state.episodes else record["global_step"]
+        record["wall_seconds"] = round(state.wall_seconds, 3)
+        record["resumes"] = state.resumes
+        atomic_write_text(self.run_dir / "run.json", json.dumps(record, indent=2))
+        if record["status"] == "done":  # only now: a kill before this line resumes from the checkpoint
+            self.checkpoint.unlink(missing_ok=True)
+
+
+def _train_members(members: list[_Member], progress, on_checkpoint) -> None:
+    first = members[0].run
+    suite = suites.get(first.suite)
+    suite_cfg = suite.Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in first.suite_cfg.items()})
+    algo_cls = algos.get(first.algo)
+    cfgs = [algo_cls.Config(**m.run.algo_cfg) for m in members]
+    needs = algo_cls.needs(cfgs[0])
+    alone = len(members) == 1
+    for m, cfg in zip(members, cfgs):
+        m.build(suite, suite_cfg, algo_cls, cfg)
+        if alone:   # a lone run builds its collector right after its agent (the RNG order of every engine before)
+            m.start(algo_cls, *suite.make_collector(first.env, suite_cfg, needs, cfg, m.run.seed))
+    if not alone:
+        collectors = suite.make_collectors(first.env, suite_cfg, needs, cfgs, [m.run.seed for m in members])
+        for m, (collector, steps_per_batch) in zip(members, collectors):
+            m.start(algo_cls, collector, steps_per_batch)
+
+    while active := [m for m in members if m.training]:
+        for m in active:
+            m.evaluate_if_due(suite)
+        collect_start = time.perf_counter()
+        if alone:
+            results = [active[0].algo.collect(active[0].collector, active[0].agent)]
+        else:   # the stackable algorithms collect with the shared collector (no collect hook)
+            results = [(b, e, {}) for b, e in collect_together([m.collector for m in active], [m.agent for m in active])]
+        for m, (_, _, extra) in zip(active, results):
+            # A collector may report its own per-batch numbers (LLM: generation tokens/s, KL to the reference).
+            extra.update(m.collector.metrics() if hasattr(m.collector, "metrics") else {})
+        update_start = time.perf_counter()
+        batches = [b for b, _, _ in results]
+        if all(b is None for b in batches):
+            updates = [None] * len(active)
+        elif alone:
+            updates = [active[0].algo.update(batches[0])]
+        else:
+            stack = RunStack([m.algo for m in active], suite.stack_agents([m.agent for m in active]), batches)
+            updates = algos.get(first.algo).update_together(stack, batches)
+        update_end = time.perf_counter()
+        for m, (batch, episodes, extra), metrics in zip(active, results, updates):
+            if metrics is not None:
+                metrics["collect_seconds"] = round(update_start - collect_start, 4)
+                metrics["update_seconds"] = round(update_end - update_start, 4)
+            try:
+                m.after_update(batch, episodes, extra, metrics, progress, on_checkpoint)
+            except Exception as exc:
+                m.fail(exc)
+        for m in active:
+            if m.record["status"] == "running" and not m.training:
+                m.finish(suite)
+
+
+def _write_rows(run_dir: Path, state: RunState) -> dict[str, str]:
+    """Write the CSVs; returns their SHA-256 digests (``run.json`` keeps them, see ``is_done``)."""
+    return {"episodes.csv": write_csv(run_dir / "episodes.csv", state.episodes, EPISODE_COLUMNS),
+            "evals.csv": write_csv(run_dir / "evals.csv", state.evals, state.eval_columns),
+            "metrics.csv": write_csv(run_dir / "metrics.csv", state.metrics, state.metric_columns)}
 
 
 def _evaluate(suite, agent, eval_env, run, eval_seed, global_step, state: RunState) -> None:

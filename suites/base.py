@@ -117,6 +117,24 @@ class Suite(ABC):
         # Episodes vary in length; the length limit gives a lower bound on the number of updates.
         return collector, algo_cfg.group_size * algo_cfg.num_groups * (limit or 1000)
 
+    # -- the batched engine: K runs of one environment and network shape in one process ----
+
+    def stackable(self, env_id: str, cfg: Any) -> bool:
+        """Whether runs on ``env_id`` can train as one stacked model (``stack_agents``)."""
+        return False
+
+    def stack_agents(self, agents: list):
+        """The agents of K runs as one model whose ``parameters()`` are the runs' own, in their
+        order, stacked along a new first dimension (``algos/stack.py``); ``write_back()`` copies
+        the stacked values into the runs' agents."""
+        raise NotImplementedError(f"suite {self.name} trains one run at a time")
+
+    def make_collectors(self, env_id: str, cfg: Any, needs: Any, algo_cfgs: list, seeds: list[int]) -> list:
+        """``make_collector`` for each run of a stack: ``[(collector, steps per batch)]``. A suite
+        that can step the runs' environments as one vectorised environment (one call per step for
+        all of them) overrides this; ``core.rollout.collect_together`` then steps them so."""
+        return [self.make_collector(env_id, cfg, needs, a, s) for a, s in zip(algo_cfgs, seeds)]
+
     def evaluate(self, agent, env, episodes: int, seed: int) -> dict[str, float]:
         """One evaluation: ``eval_return_mean``, ``eval_return_std``, ``eval_episodes`` and any
         further columns of ``evals.csv`` the suite reports."""

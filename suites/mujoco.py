@@ -211,6 +211,91 @@ class MLPAgent(nn.Module):
         return (h - np.log(-np.log(rng.random(h.shape)))).argmax(-1)
 
 
+class StackedMLPAgent(nn.Module):
+    """K ``MLPAgent`` of one shape as one model (the batched engine, ``algos/stack.py``).
+
+    Parameter ``name`` of run k is row k of ``self.stacked[name]`` (``[K, *shape]``), in the
+    order of ``MLPAgent.parameters()``; a Linear layer's weights keep torch's ``[out, in]``
+    layout, read transposed by ``baddbmm``. Inputs carry the run first: ``dist(obs)`` with
+    ``obs`` ``[K, ..., obs_dim]`` gives run k's policy on ``obs[k]``. The observation statistics
+    are each run's, frozen for the update (they change only between updates, as alone).
+    """
+
+    def __init__(self, agents: list[MLPAgent]):
+        super().__init__()
+        first = agents[0]
+        self.num_runs, self.agents, self.continuous = len(agents), agents, first.continuous
+        if not self.continuous:
+            raise ValueError("a stack of MLP agents needs a continuous (Box) action space")
+        self.names = [name for name, _ in first.named_parameters()]
+        shapes = {tuple((n, tuple(p.shape)) for n, p in a.named_parameters()) for a in agents}
+        if len(shapes) != 1:
+            raise ValueError("the agents of a stack have the same parameter shapes")
+        self.stacked = {n: torch.stack([dict(a.named_parameters())[n].detach() for a in agents]).requires_grad_()
+                        for n in self.names}
+        self._layers = {net: [(f"{net}.{i}.weight", f"{net}.{i}.bias") for i, m in enumerate(getattr(first, net))
+                              if isinstance(m, nn.Linear)] for net in ("policy_net", "value_net")}
+        self._act = torch.tanh if isinstance(first.policy_net[1], nn.Tanh) else torch.relu
+        if first.obs_norm is not None:
+            scales = [a.obs_norm._scale(torch.float32) for a in agents]
+            self._norm = (torch.stack([m for m, _ in scales]), torch.stack([s for _, s in scales]), first.obs_norm.clip)
+        else:
+            self._norm = None
+
+    def parameters(self, recurse: bool = True):
+        return iter([self.stacked[n] for n in self.names])
+
+    def policy_parameters(self) -> list[torch.Tensor]:
+        return [self.stacked[n] for n in self.names if n.startswith("policy_net.")] + [self.stacked["log_std"]]
+
+    def value_parameters(self) -> list[torch.Tensor]:
+        return [self.stacked[n] for n in self.names if n.startswith("value_net.")]
+
+    def _per_run(self, x: torch.Tensor, dims: int) -> torch.Tensor:
+        """``[K, *rest]`` viewed as ``[K, 1 x dims, *rest]`` (broadcasts over the step dimensions)."""
+        return x.view(x.shape[0], *([1] * dims), *x.shape[1:])
+
+    def _features(self, obs: torch.Tensor) -> torch.Tensor:
+        obs = obs.float()
+        if self._norm is None:
+            return obs
+        mean, inv_std, clip = self._norm
+        dims = obs.dim() - 2
+        return torch.clamp((obs - self._per_run(mean, dims)) * self._per_run(inv_std, dims), -clip, clip)
+
+    def _mlp(self, net: str, x: torch.Tensor) -> torch.Tensor:
+        lead = x.shape[1:-1]
+        h = x.reshape(self.num_runs, -1, x.shape[-1])
+        layers = self._layers[net]
+        for i, (w, b) in enumerate(layers):
+            h = torch.baddbmm(self.stacked[b].unsqueeze(1), h, self.stacked[w].transpose(1, 2))
+            if i < len(layers) - 1:
+                h = self._act(h)
+        return h.reshape(self.num_runs, *lead, h.shape[-1])
+
+    def dist(self, obs: torch.Tensor) -> DiagGaussian:
+        loc = self._mlp("policy_net", self._features(obs))
+        log_std = self._per_run(self.stacked["log_std"], loc.dim() - 2)
+        return DiagGaussian(loc, log_std if torch.is_grad_enabled() else log_std.detach().clone())
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self._mlp("value_net", self._features(obs)).squeeze(-1)
+
+    def frozen_copy(self) -> "StackedMLPAgent":
+        """pi_old of every run: the stacked weights as they are now, without gradients."""
+        copy = StackedMLPAgent.__new__(StackedMLPAgent)
+        nn.Module.__init__(copy)
+        copy.__dict__.update({k: v for k, v in self.__dict__.items() if k not in ("stacked", "_modules")})
+        copy.stacked = {n: t.detach().clone() for n, t in self.stacked.items()}
+        return copy
+
+    @torch.no_grad()
+    def write_back(self) -> None:
+        for k, agent in enumerate(self.agents):
+            for name, p in agent.named_parameters():
+                p.copy_(self.stacked[name][k])
+
+
 class MujocoSuite(Suite):
     name = "mujoco"
     Config = MujocoConfig
@@ -275,3 +360,29 @@ class MujocoSuite(Suite):
 
     def make_agent(self, env: gym.Env, cfg: MujocoConfig) -> MLPAgent:
         return MLPAgent(env.observation_space, env.action_space, cfg)
+
+    def stackable(self, env_id: str, cfg: MujocoConfig) -> bool:
+        # the paper's seven: continuous actions, and stepped together by suites/mujoco_vec.py
+        from suites.mujoco_vec import SUPPORTED_ENVS
+        return env_id in SUPPORTED_ENVS
+
+    def stack_agents(self, agents: list[MLPAgent]) -> StackedMLPAgent:
+        return StackedMLPAgent(agents)
+
+    def make_collectors(self, env_id: str, cfg: MujocoConfig, needs, algo_cfgs: list, seeds: list[int]) -> list:
+        """The runs of a stack step their environments as rows of one ``MujocoVecEnv`` (one
+        ``mujoco.batch`` call per step for all of them); each run's rows reset and checkpoint as
+        the run's own vectorised environment would (``core.envs.EnvRows``)."""
+        from core.envs import split_rows
+        from core.rollout import HorizonCollector, RewardScaler
+        from suites.mujoco_vec import make_mujoco_vec_env
+        counts = [a.num_envs for a in algo_cfgs]
+        shared = make_mujoco_vec_env(env_id, sum(counts)) if needs.rollout == "horizon" else None
+        if shared is None:
+            return super().make_collectors(env_id, cfg, needs, algo_cfgs, seeds)
+        out = []
+        for rows, a, seed in zip(split_rows(shared, counts), algo_cfgs, seeds):
+            scaler = RewardScaler(rows.num_envs, a.gamma, cfg.reward_clip) if cfg.reward_scale else None
+            out.append((HorizonCollector(rows, a.num_steps, a.gamma, seed, needs.critic, scaler),
+                        a.num_envs * a.num_steps))
+        return out

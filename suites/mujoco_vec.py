@@ -158,11 +158,11 @@ class _BatchSim:
         self.qvel[ids] = qvel
         self.batch.forward(ids)
 
-    def get_state(self) -> np.ndarray:
-        return self.batch.state.copy()
+    def get_state(self, rows: slice = slice(None)) -> np.ndarray:
+        return self.batch.state[rows].copy()
 
-    def set_state(self, state: np.ndarray) -> None:
-        self.batch.state[...] = state
+    def set_state(self, state: np.ndarray, rows: slice = slice(None)) -> None:
+        self.batch.state[rows] = state
 
 
 class _LoopSim:
@@ -206,15 +206,17 @@ class _LoopSim:
             self.ctrl[i] = d.ctrl
             self._gather(i)
 
-    def get_state(self) -> np.ndarray:
-        out = np.empty((len(self.datas), self._nstate))
-        for i, d in enumerate(self.datas):
-            self.mujoco.mj_getState(self.model, d, out[i], self.state_spec)
+    def get_state(self, rows: slice = slice(None)) -> np.ndarray:
+        ids = range(len(self.datas))[rows]
+        out = np.empty((len(ids), self._nstate))
+        for k, i in enumerate(ids):
+            self.mujoco.mj_getState(self.model, self.datas[i], out[k], self.state_spec)
         return out
 
-    def set_state(self, state: np.ndarray) -> None:
-        for i, d in enumerate(self.datas):
-            self.mujoco.mj_setState(self.model, d, np.ascontiguousarray(state[i]), self.state_spec)
+    def set_state(self, state: np.ndarray, rows: slice = slice(None)) -> None:
+        for k, i in enumerate(range(len(self.datas))[rows]):
+            d = self.datas[i]
+            self.mujoco.mj_setState(self.model, d, np.ascontiguousarray(state[k]), self.state_spec)
             self.qpos[i], self.qvel[i], self.ctrl[i] = d.qpos, d.qvel, d.ctrl
 
 
@@ -285,14 +287,18 @@ class MujocoVecEnv:
 
     # -- the interface of core/envs.py ----------------------------------------------------
 
-    def reset(self, seed: int | None = None) -> np.ndarray:
+    def reset(self, seed: int | None = None, rows: slice = slice(None)) -> np.ndarray:
+        """Reset environments ``rows`` (default all), the i-th of them seeded ``seed + i``;
+        returns their observations. Rows are how the runs of a stack share one vectorised
+        environment (``core.envs.EnvRows``): each resets as if it were alone."""
         from gymnasium.utils import seeding
-        self.episode_return[:] = 0.0
-        self.episode_length[:] = 0
-        self.rngs = [seeding.np_random(None if seed is None else seed + i)[0] for i in range(self.num_envs)]
-        ids = np.arange(self.num_envs)
+        ids = np.arange(self.num_envs)[rows]
+        self.episode_return[ids] = 0.0
+        self.episode_length[ids] = 0
+        for k, i in enumerate(ids.tolist()):
+            self.rngs[i] = seeding.np_random(None if seed is None else seed + k)[0]
         self._reset_envs(ids)
-        return self._obs_fn(slice(None))
+        return self._obs_fn(rows)
 
     def step(self, actions: np.ndarray) -> VecStep:
         actions = np.asarray(actions)
@@ -326,51 +332,61 @@ class MujocoVecEnv:
 
     # -- checkpointing (as ListVecEnv) ------------------------------------------------------
 
-    def state_dict(self) -> dict:
+    def state_dict(self, rows: slice = slice(None)) -> dict:
+        """The state of environments ``rows`` (default all): a vectorised environment of that
+        many, whichever rows of which environment it came from."""
+        ids = range(self.num_envs)[rows]
         return {"kind": "mujoco_vec", "env_id": self.env_id, "state_spec": self.sim.state_spec,
-                "sim_state": self.sim.get_state(), "episode_return": self.episode_return.copy(),
-                "episode_length": self.episode_length.copy(),
-                "rngs": [None if r is None else copy.deepcopy(r.bit_generator.state) for r in self.rngs],
+                "sim_state": self.sim.get_state(rows), "episode_return": self.episode_return[rows].copy(),
+                "episode_length": self.episode_length[rows].copy(),
+                "rngs": [None if self.rngs[i] is None else copy.deepcopy(self.rngs[i].bit_generator.state)
+                         for i in ids],
                 # read by ListVecEnv.load_state_dict if the run resumes under the gymnasium engine:
                 # it cannot restore these, so each environment there starts a new episode
-                "envs": [None] * self.num_envs}
+                "envs": [None] * len(ids)}
 
-    def load_state_dict(self, state: dict, obs: np.ndarray) -> tuple[np.ndarray, bool]:
+    def load_state_dict(self, state: dict, obs: np.ndarray, rows: slice = slice(None)) -> tuple[np.ndarray, bool]:
         """Restore a ``state_dict`` of this class, or of a ``ListVecEnv`` of the same
-        environments; returns the observations to continue from and whether it is exact.
-        A state that does not fit is not loaded: every environment starts a fresh episode,
-        seeded as ``ListVecEnv`` seeds the environments it cannot restore."""
-        restored = self._restore_own(state) if state.get("kind") == "mujoco_vec" else self._restore_list(state)
+        environments, into environments ``rows`` (default all); returns the observations to
+        continue from and whether it is exact. A state that does not fit is not loaded: every
+        environment starts a fresh episode, seeded as ``ListVecEnv`` seeds the environments it
+        cannot restore."""
+        ids = np.arange(self.num_envs)[rows]
+        restored = (self._restore_own(state, rows) if state.get("kind") == "mujoco_vec"
+                    else self._restore_list(state, rows))
         if restored:
             return np.array(obs, copy=True), True
         from gymnasium.utils import seeding
-        lengths = np.asarray(state.get("episode_length", np.zeros(self.num_envs)), dtype=np.int64)
-        if lengths.shape != (self.num_envs,):
-            lengths = np.zeros(self.num_envs, dtype=np.int64)
-        self.rngs = [seeding.np_random(int(1_000_003 * (i + 1) + lengths[i]))[0] for i in range(self.num_envs)]
-        self.episode_return[:] = 0.0
-        self.episode_length[:] = 0
-        self._reset_envs(np.arange(self.num_envs))
-        return self._obs_fn(slice(None)), False
+        lengths = np.asarray(state.get("episode_length", np.zeros(len(ids))), dtype=np.int64)
+        if lengths.shape != (len(ids),):
+            lengths = np.zeros(len(ids), dtype=np.int64)
+        for k, i in enumerate(ids.tolist()):
+            self.rngs[i] = seeding.np_random(int(1_000_003 * (k + 1) + lengths[k]))[0]
+        self.episode_return[ids] = 0.0
+        self.episode_length[ids] = 0
+        self._reset_envs(ids)
+        return self._obs_fn(rows), False
 
-    def _restore_own(self, state: dict) -> bool:
+    def _restore_own(self, state: dict, rows: slice) -> bool:
         sim_state = np.asarray(state["sim_state"])
         if (state["env_id"] != self.env_id or state["state_spec"] != self.sim.state_spec
-                or sim_state.shape != self.sim.get_state().shape or len(state["rngs"]) != self.num_envs):
+                or sim_state.shape != self.sim.get_state(rows).shape
+                or len(state["rngs"]) != len(range(self.num_envs)[rows])):
             return False
-        self.sim.set_state(sim_state)
-        self.rngs = [_generator(s) for s in state["rngs"]]
-        self.episode_return[:] = state["episode_return"]
-        self.episode_length[:] = state["episode_length"]
+        self.sim.set_state(sim_state, rows)
+        for i, saved in zip(range(self.num_envs)[rows], state["rngs"]):
+            self.rngs[i] = _generator(saved)
+        self.episode_return[rows] = state["episode_return"]
+        self.episode_length[rows] = state["episode_length"]
         return True
 
-    def _restore_list(self, state: dict) -> bool:
+    def _restore_list(self, state: dict, rows: slice) -> bool:
         """A ``ListVecEnv.state_dict()`` (core/envs.py) of gym.make(env_id) environments."""
         import mujoco
         envs = state.get("envs")
-        if not isinstance(envs, list) or len(envs) != self.num_envs:
+        if not isinstance(envs, list) or len(envs) != len(range(self.num_envs)[rows]):
             return False
-        rows, rngs, elapsed = [], [], []
+        states, rngs, elapsed = [], [], []
         try:
             for saved in envs:
                 if saved is None or saved.get("kind") != "mujoco":
@@ -380,16 +396,17 @@ class MujocoVecEnv:
                     return False
                 row = np.empty(mujoco.mj_stateSize(self.model, self.sim.state_spec))
                 mujoco.mj_getState(self.model, data, row, self.sim.state_spec)
-                rows.append(row)
+                states.append(row)
                 rngs.append(_generator(saved["np_random"]))
                 steps = [w["_elapsed_steps"] for w in saved["wrappers"] if "_elapsed_steps" in w]
                 elapsed.append(steps[0] if steps else None)
         except Exception:  # another MuJoCo version, another model
             return False
-        self.sim.set_state(np.stack(rows))
-        self.rngs = rngs
-        self.episode_return[:] = state["episode_return"]
-        self.episode_length[:] = [e if e is not None else n for e, n in zip(elapsed, state["episode_length"])]
+        self.sim.set_state(np.stack(states), rows)
+        for i, rng in zip(range(self.num_envs)[rows], rngs):
+            self.rngs[i] = rng
+        self.episode_return[rows] = state["episode_return"]
+        self.episode_length[rows] = [e if e is not None else n for e, n in zip(elapsed, state["episode_length"])]
         return True
 
     # -- resets -------------------------------------------------------------------------------

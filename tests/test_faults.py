@@ -64,9 +64,9 @@ class _DyingBackend:
     def __init__(self):
         self.attempts = 0
 
-    def attempt(self, run):
+    def attempt(self, runs):
         self.attempts += 1
-        yield ("progress", 10)
+        yield ("progress", 0, 10)
         raise WorkerDied("worker 1234 was killed by SIGKILL")
 
     def shutdown(self):
@@ -89,7 +89,7 @@ def test_a_run_whose_worker_keeps_dying_is_marked_failed(tmp_path):
 
 
 def test_killed_driver_restarted_runs_only_the_unfinished_runs(tmp_path):
-    args = tiny_words(tmp_path, steps=1536, seeds=3, jobs=1, checkpoint_every=1)
+    args = tiny_words(tmp_path, steps=1536, seeds=3, jobs=1, checkpoint_every=1, batch_runs=1)
     runs = plan_tiny(tmp_path, steps=1536, seeds=3)
     first = cli(args)
     try:
@@ -116,6 +116,32 @@ def test_killed_driver_restarted_runs_only_the_unfinished_runs(tmp_path):
     assert record(runs[2].run_dir)["resumed_from"] is None
     for run in runs:
         assert is_done(run.run_dir) and _updates(run.run_dir) == list(range(1, 7))
+
+
+def test_a_killed_stack_resumes_every_run_to_the_numbers_of_one_never_killed(tmp_path):
+    """Three seeds trained as one stack (the batched engine), the worker SIGKILLed once each run
+    has a checkpoint: the retry resumes all three, and each ends with exactly the numbers of the
+    same stack never killed (a stack's update is deterministic; its checkpoints are per run)."""
+    runs = plan_tiny(tmp_path / "sweep", steps=2048, seeds=3, checkpoint_every=1, env="Hopper-v5")
+    out: dict = {}
+    sweep = threading.Thread(target=lambda: out.update(
+        results=run_local(runs, jobs=1, show_progress=False, batches=[runs])))
+    sweep.start()
+    try:
+        pids = [wait_for(lambda r=r: checkpointed_pid(r.run_dir), 60, f"a checkpoint of {r.run_id}") for r in runs]
+        assert len(set(pids)) == 1 and pids[0] != os.getpid(), "the three runs are not in one process"
+        sigkill(pids[0])
+    finally:
+        sweep.join(timeout=180)
+    assert not sweep.is_alive()
+    results = out["results"]
+    assert [r["status"] for r in results] == ["done"] * 3, results
+    assert all(r["attempts"] == 2 and r["resumed_from"]["global_step"] >= 256 for r in results), results
+    refs = plan_tiny(tmp_path / "ref", steps=2048, seeds=3, checkpoint_every=1, env="Hopper-v5")
+    from harness.train import train_batch
+    assert [r["status"] for r in train_batch(refs)] == ["done"] * 3
+    for run, ref in zip(runs, refs):
+        same_numbers(ref.run_dir, run.run_dir)
 
 
 # --------------------------------------------------------------------------------------
@@ -178,7 +204,8 @@ def test_damaged_run_folders_are_detected_and_redone(tmp_path, capsys, monkeypat
     data[len(data) // 2] ^= 0xFF
     ckpt.write_bytes(bytes(data))
 
-    code = cli_mod.main(tiny_words(tmp_path, steps=512, seeds=n + 1, jobs=2, checkpoint_every=1))
+    # one run per process: the runs were trained alone above, and a stack is not bit-identical to that
+    code = cli_mod.main(tiny_words(tmp_path, steps=512, seeds=n + 1, jobs=2, checkpoint_every=1, batch_runs=1))
     out = capsys.readouterr().out
     assert code == 0
     assert f"runs: {n + 1} (0 already done, {n + 1} to run)" in out

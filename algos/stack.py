@@ -1,0 +1,221 @@
+"""K runs of one algorithm trained as one stacked model (the batched engine's update).
+
+The runs of a stack share the algorithm class, the network shapes and every option the
+minibatch loop branches on; they differ in seeds and in numeric hyper-parameters (Table 1's
+clip epsilon, beta, d_targ; learning rates; ...). PureJaxRL's lesson: a small MLP's update
+is bound by per-call overhead, so K runs' minibatch steps cost little more than one when
+their matrix products are batched.
+
+How a stacked update is the runs' own updates:
+
+- every parameter of run k is row k of a stacked leaf ``[K, *shape]``
+  (``Suite.stack_agents``); a forward pass computes all K runs with batched matrix products;
+- per-step tensors carry the run as their leading dimension (``[K, T, N]``), and every
+  reduction of the update procedure (``aggregate``, ``value_loss``, ``normalize``, the clip
+  fractions) reduces the last two dimensions: each run's loss is the number it gets alone;
+- the gradient of ``sum_k loss_k`` with respect to run k's rows is run k's own gradient (the
+  runs share no parameter);
+- ``StackedAdam`` is Adam per run: per-run step counts, learning rates and gradient-norm
+  clipping, the moments loaded from and written back to each run's own ``torch.optim.Adam``,
+  so a run's checkpoint is the same whichever engine wrote it;
+- each run's minibatches come from its own generator, in the order it draws them alone.
+
+Not bit-identical to a lone run: a batched matrix product sums in another order than the
+lone one (differences of ~1e-7 relative, tested to 1e-5 on the first update), after which
+the runs follow their own trajectories. Everything else (collection, advantages, the
+per-run bookkeeping) runs the lone code.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator, Sequence
+
+import torch
+from torch import Tensor
+
+from core.batch import Batch, stacked_minibatches
+
+
+def per_run(values: Sequence[float | None], like: Tensor | None = None, dims: int = 0) -> float | Tensor | None:
+    """One value per run: the plain number when every run has the same one (the op is then
+    the lone run's), else a ``[K, 1 x dims]`` tensor that broadcasts against ``[K, ...]``
+    quantities with ``dims`` trailing dimensions (``dims=0`` for per-run scalars such as a loss,
+    ``dims=2`` for per-step ``[K, T, N]`` tensors)."""
+    first = values[0]
+    if all(v == first for v in values):
+        return first
+    if any(v is None for v in values):
+        raise ValueError("a stack cannot mix None with numbers; the planner keeps such runs apart")
+    kwargs = {"dtype": like.dtype, "device": like.device} if like is not None else {"dtype": torch.float32}
+    return torch.tensor(list(values), **kwargs).view(len(values), *([1] * dims))
+
+
+class StackedBatch:
+    """The K runs' batches side by side: what ``clipped_epochs`` reads of a batch."""
+
+    def __init__(self, batches: list[Batch]):
+        shapes = {tuple(b.mask.shape) for b in batches}
+        if len(shapes) != 1:
+            raise ValueError(f"the runs of a stack collect batches of one shape; got {sorted(shapes)}")
+        self.batches = batches
+        self.splittable_steps = all(b.splittable_steps for b in batches)
+        self.num_columns = batches[0].num_columns
+        self.num_steps = batches[0].num_steps
+        if any(b.num_steps != self.num_steps for b in batches):
+            raise ValueError("the runs of a stack have the same number of valid steps per batch")
+
+    def stacked(self, name: str) -> Tensor:
+        return torch.stack([getattr(b, name) for b in self.batches])
+
+
+class StackedAdam:
+    """Adam (Kingma & Ba 2015, as ``torch.optim.Adam``) on stacked parameters, per run.
+
+    ``runs``: each run's ``(optimizer, params)``, ``params`` in the order of the stacked leaves.
+    The moments and step counts are read from each run's optimizer state on creation and
+    written back by ``write_back``; the learning rate of each run is its optimizer's current
+    one (the run's schedule set it). ``clip_grad_norms_`` clips each run's gradient to its own norm.
+    """
+
+    def __init__(self, leaves: list[Tensor], runs: list[tuple[torch.optim.Optimizer, list[Tensor]]]):
+        self.leaves, self.runs = leaves, runs
+        group = runs[0][0].param_groups[0]
+        self.beta1, self.beta2 = group["betas"]
+        self.eps = group["eps"]
+        for optimizer, _ in runs:
+            g = optimizer.param_groups[0]
+            if (tuple(g["betas"]), g["eps"], g["weight_decay"], g["amsgrad"]) != (
+                    (self.beta1, self.beta2), self.eps, 0, False):
+                raise ValueError("the runs of a stack use Adam with the same betas and eps, no weight decay")
+        self.lr = torch.tensor([o.param_groups[0]["lr"] for o, _ in runs], dtype=torch.float64)
+        states = [[optimizer.state.get(p, {}) for p in params] for optimizer, params in runs]
+        self.step_count = torch.tensor([float(s[0]["step"]) if s[0] else 0.0 for s in states], dtype=torch.float64)
+        self.exp_avg = [self._stack_state(states, i, "exp_avg", leaf) for i, leaf in enumerate(leaves)]
+        self.exp_avg_sq = [self._stack_state(states, i, "exp_avg_sq", leaf) for i, leaf in enumerate(leaves)]
+
+    @staticmethod
+    def _stack_state(states, i: int, key: str, leaf: Tensor) -> Tensor:
+        return torch.stack([s[i][key].detach().clone() if s[i] else torch.zeros_like(leaf[k])
+                            for k, s in enumerate(states)])
+
+    def zero_grad(self) -> None:
+        for leaf in self.leaves:
+            leaf.grad = None
+
+    def _per_run(self, x: Tensor, like: Tensor) -> Tensor:
+        return x.to(like.dtype).view(-1, *([1] * (like.dim() - 1)))
+
+    @torch.no_grad()
+    def clip_grad_norms_(self, max_grad_norm: float | None) -> Tensor:
+        """Scale each run's gradient to norm at most ``max_grad_norm`` (None: leave it), by
+        ``torch.nn.utils.clip_grad_norm_``'s rule; returns the per-run norms before clipping."""
+        grads = [leaf.grad for leaf in self.leaves]
+        norms = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in grads]),
+                                         dim=0)
+        if max_grad_norm is not None:
+            coef = torch.clamp(max_grad_norm / (norms + 1e-6), max=1.0)
+            for g in grads:
+                g.mul_(self._per_run(coef, g))
+        return norms
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """One Adam step of every run, each with its own step count and learning rate."""
+        grads = [leaf.grad for leaf in self.leaves]
+        self.step_count += 1
+        bias1 = 1 - self.beta1 ** self.step_count
+        bias2_sqrt = (1 - self.beta2 ** self.step_count).sqrt()
+        step_size = self.lr / bias1
+        for leaf, g, m, v in zip(self.leaves, grads, self.exp_avg, self.exp_avg_sq):
+            m.lerp_(g, 1 - self.beta1)
+            v.mul_(self.beta2).addcmul_(g, g, value=1 - self.beta2)
+            denom = (v.sqrt() / self._per_run(bias2_sqrt, v)).add_(self.eps)
+            leaf.sub_(m / denom * self._per_run(step_size, m))
+
+    def write_back(self) -> None:
+        """Each run's optimizer state as ``torch.optim.Adam`` keeps it (a lone run continues from it)."""
+        for k, (optimizer, params) in enumerate(self.runs):
+            step = float(self.step_count[k])
+            for i, p in enumerate(params):
+                state = optimizer.state[p]
+                like = state["step"] if "step" in state else torch.tensor(0.0, dtype=torch.float32)
+                optimizer.state[p] = {"step": torch.tensor(step, dtype=like.dtype, device=like.device),
+                                      "exp_avg": self.exp_avg[i][k].clone(), "exp_avg_sq": self.exp_avg_sq[i][k].clone()}
+
+
+class RunStack:
+    """What the update procedures (``algos/base.clipped_epochs``) see in place of one algorithm
+    when K runs train together: the stacked agent, one optimizer, per-run minibatches.
+
+    ``algos``: the runs' algorithm objects (one class); ``stacked_agent``: their agents as one
+    model (``Suite.stack_agents``), parameters in the order of each agent's ``parameters()``.
+    """
+
+    def __init__(self, algos: list, stacked_agent, batches: list[Batch]):
+        self.algos, self.agent = algos, stacked_agent
+        self.batch = StackedBatch(batches)
+        # one StackedAdam per optimizer of the algorithm (PPO: one; REINFORCE, TRPO: the critic's too),
+        # over the stacked leaves of the parameters it steps
+        leaves = list(stacked_agent.parameters())
+        self.optimizers: dict[str, StackedAdam] = {}
+        for name in algos[0].optimizers():
+            runs = []
+            for a in algos:
+                optimizer = a.optimizers()[name]
+                position = {id(p): i for i, p in enumerate(a.agent.parameters())}
+                params = list(optimizer.param_groups[0]["params"])
+                runs.append((optimizer, params, [position[id(p)] for p in params]))
+            if any(r[2] != runs[0][2] for r in runs):
+                raise ValueError(f"the runs of a stack step the same parameters with {name}")
+            self.optimizers[name] = StackedAdam([leaves[i] for i in runs[0][2]], [(o, p) for o, p, _ in runs])
+        self._written = False
+
+    @property
+    def optimizer(self) -> StackedAdam:
+        return self.optimizers["optimizer"]
+
+    def __len__(self) -> int:
+        return len(self.algos)
+
+    def stack_steps(self, tensors: list[Tensor]) -> Tensor:
+        """Per-run ``[T, N]`` tensors as one ``[K, T, N]``."""
+        return torch.stack(tensors)
+
+    # -- the interface of one algorithm, as clipped_epochs uses it ----------------------------
+
+    def epochs(self, batch: StackedBatch, num_epochs: int, num_minibatches: int, by: str = "step",
+               **per_step: Tensor) -> Iterator[dict[str, Tensor]]:
+        generators = [a.generator for a in self.algos]
+        for _ in range(num_epochs):
+            yield from stacked_minibatches(batch.batches, generators, num_minibatches, by=by, **per_step)
+
+    def gradient_step(self, optimizer: StackedAdam, loss: Tensor, params, max_grad_norm: float | None) -> Tensor:
+        """``loss``: ``[K]``, run k's own loss; the gradient of their sum is each run's own.
+        ``max_grad_norm``: the runs' shared bound (None: no clipping)."""
+        optimizer.zero_grad()
+        self._written = False
+        loss.sum().backward()
+        norms = optimizer.clip_grad_norms_(max_grad_norm)
+        optimizer.step()
+        return norms
+
+    def after_update_metrics(self, batch: StackedBatch, values_target: Tensor | None = None) -> dict[str, list]:
+        """The runs' agents take the stacked weights, then each logs what it logs alone."""
+        self.write_back()
+        per_run = [a.after_update_metrics(b, None if values_target is None else values_target[k])
+                   for k, (a, b) in enumerate(zip(self.algos, batch.batches))]
+        return {key: [m[key] for m in per_run] for key in per_run[0]}
+
+    def write_back(self) -> None:
+        """The stacked weights and Adam states into the runs' own agents and optimizers (once per
+        update: the diagnostics read the runs' agents, and the update ends with them current)."""
+        if not self._written:
+            self.agent.write_back()
+            for optimizer in self.optimizers.values():
+                optimizer.write_back()
+            self._written = True
+
+
+def split_metrics(metrics: dict[str, Any], k: int) -> list[dict[str, Any]]:
+    """``{key: [v_1..v_K] or v}`` as K dicts (a number shared by every run goes to each)."""
+    return [{key: (v[i] if isinstance(v, list) else v) for key, v in metrics.items()} for i in range(k)]

@@ -1,0 +1,264 @@
+"""The batched engine's update (algos/stack.py) against the same runs trained alone.
+
+Each case builds K runs (different seeds and numeric options), collects one batch per run,
+and updates copies of them twice: alone (``algo.update``) and stacked
+(``update_together``). The first minibatch's gradients, the logged losses and the
+parameters after the update must agree to 1e-5 relative (a batched matrix product sums in
+another order than a lone one: not bit-identical)."""
+import copy
+
+import pytest
+import torch
+
+import algos
+import suites
+from algos.stack import RunStack, StackedAdam, per_run
+from core.batch import stacked_minibatches
+from harness.train import seed_everything
+
+ENV = "Hopper-v5"
+
+
+def _runs(name, options_per_run, num_steps=256, minibatch_size=64, num_epochs=2):
+    """K (agent, algo, batch) built as the harness builds a run (seeded per run)."""
+    suite = suites.get("mujoco")
+    cls = algos.get(name)
+    scfg = suite.Config()
+    out = []
+    for seed, options in enumerate(options_per_run):
+        seed_everything(seed)
+        sizes = {"num_steps": num_steps, "minibatch_size": minibatch_size, "num_epochs": num_epochs}
+        fields = cls.Config.__dataclass_fields__
+        cfg = cls.Config(**{**suite.defaults_for(cls), **{k: v for k, v in sizes.items() if k in fields}, **options})
+        env = suite.make_env(ENV, scfg, train=False)
+        agent = suite.make_agent(env, scfg)
+        collector, _ = suite.make_collector(ENV, scfg, cls.needs(cfg), cfg, seed)
+        algo = cls(agent, cfg, total_updates=10, seed=seed)
+        for _ in range(2):   # two batches: observation statistics and Adam moments that are not fresh
+            batch, _, _ = algo.collect(collector, agent)
+            if _ == 0:
+                algo.update(batch)
+                agent.observe(batch.obs.flatten(0, 1))
+        out.append((agent, algo, batch))
+    return cls, out
+
+
+def _clone(runs):
+    """Deep copies whose optimizers point at the copied parameters."""
+    clones = []
+    for agent, algo, batch in runs:
+        memo = {}
+        agent2 = copy.deepcopy(agent, memo)
+        algo2 = copy.copy(algo)
+        algo2.agent = agent2
+        position = {id(p): i for i, p in enumerate(agent.parameters())}
+        params2 = list(agent2.parameters())
+        for attr in ("params", "policy_params"):
+            if hasattr(algo, attr):
+                setattr(algo2, attr, [params2[position[id(p)]] for p in getattr(algo, attr)])
+        for name, optimizer in algo.optimizers().items():
+            group = optimizer.param_groups[0]
+            clone = algo.make_optimizer([params2[position[id(p)]] for p in group["params"]], group["lr"])
+            clone.load_state_dict(optimizer.state_dict())
+            setattr(algo2, name, clone)
+        algo2.generator = torch.Generator().manual_seed(0)
+        algo2.generator.set_state(algo.generator.get_state())
+        if getattr(algo, "reference", None) is not None:
+            algo2.reference = copy.deepcopy(algo.reference)
+        clones.append((agent2, algo2, batch))
+    return clones
+
+
+def _close(a, b, rtol=1e-5, atol=1e-7):
+    a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    return bool(torch.allclose(a, b, rtol=rtol, atol=atol))
+
+
+CASES = {
+    "ppo_clip, Table 1's clip epsilons": ("ppo_clip", [{"clip_eps": 0.1}, {"clip_eps": 0.2}, {"clip_eps": 0.3},
+                                                       {"clip_eps": 0.2}]),
+    "ppo_clip, CleanRL's code-level options": ("ppo_clip", [{"adv_norm": "minibatch", "value_clip": True,
+                                                             "max_grad_norm": 0.5, "vf_coef": v, "lr": lr}
+                                                            for v, lr in ((0.25, 3e-4), (0.5, 1e-4), (1.0, 3e-4))]),
+    "ppo_kl, Table 1's penalties (no penalty among them)": (
+        "ppo_kl", [{"kl_coef": 0.0, "adaptive": False}, {"kl_target": 0.003}, {"kl_coef": 3.0, "adaptive": False},
+                   {"kl_target": 0.03}]),
+    "ppo_kl, a sampled KL estimate": ("ppo_kl", [{"kl_estimator": "k3", "kl_coef": b} for b in (0.3, 1.0)]),
+    "reinforce, value baseline": ("reinforce", [{"lr": 1e-3}, {"lr": 3e-3, "vf_lr": 3e-4}, {"lr": 1e-3}]),
+    "reinforce, no baseline, clipped": ("reinforce", [{"baseline": "none", "max_grad_norm": 0.5, "lr": lr}
+                                                       for lr in (1e-3, 1e-2)]),
+    "reinforce, mean baseline": ("reinforce", [{"baseline": "mean"}] * 2),
+    "trpo, two trust regions": ("trpo", [{"max_kl": 0.01}, {"max_kl": 0.02}, {"max_kl": 0.01}]),
+    "trpo, Fisher on the whole batch": ("trpo", [{"fvp_fraction": 1.0, "max_kl": m} for m in (0.005, 0.05)]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_stacked_update_is_each_runs_own_update(case):
+    name, options = CASES[case]
+    cls, runs = _runs(name, options)
+    alone, together = _clone(runs), _clone(runs)
+
+    first_grads_alone = []
+    for agent, algo, batch in alone:
+        grads = []
+        first_optimizer = next(iter(algo.optimizers()))   # TRPO: the critic's (its policy step is no optimizer's)
+        hook = algo.optimizers()[first_optimizer].register_step_pre_hook(
+            lambda opt, args, kwargs, grads=grads: grads.append([p.grad.clone() for p in opt.param_groups[0]["params"]])
+            if not grads else None)
+        algo.metrics_alone = algo.update(batch)
+        hook.remove()
+        first_grads_alone.append(grads[0])
+
+    suite = suites.get("mujoco")
+    stack = RunStack([a for _, a, _ in together], suite.stack_agents([g for g, _, _ in together]),
+                     [b for _, _, b in together])
+    first_grads_stacked = []
+    optimizer = stack.optimizers[first_optimizer]
+    step = optimizer.step
+
+    def spy(*args, **kwargs):
+        if not first_grads_stacked:
+            first_grads_stacked.append([leaf.grad.clone() for leaf in optimizer.leaves])
+        return step(*args, **kwargs)
+
+    optimizer.step = spy
+    metrics_together = cls.update_together(stack, [b for _, _, b in together])
+
+    for k, ((agent_a, algo_a, _), (agent_t, algo_t, _)) in enumerate(zip(alone, together)):
+        for g_alone, g_stacked in zip(first_grads_alone[k], first_grads_stacked[0]):
+            assert _close(g_stacked[k], g_alone), f"run {k}: the first minibatch's gradient differs"
+        m_alone, m_together = algo_a.metrics_alone, metrics_together[k]
+        timing = {"collect_seconds", "update_seconds"}
+        assert set(m_alone) - timing == set(m_together) - timing, f"run {k}: other metrics logged"
+        for key in ("policy_loss", "value_loss", "kl_penalty", "beta", "first_ratio_error", "step_accepted",
+                    "step_fraction", "kl_line_search", "expected_improve"):
+            if key in m_alone:
+                assert _close(m_together[key], m_alone[key], rtol=1e-4, atol=1e-6), (k, key)
+        for p_a, p_t in zip(agent_a.parameters(), agent_t.parameters()):
+            assert _close(p_t, p_a, rtol=1e-4, atol=1e-6), f"run {k}: parameters after the update differ"
+        for name in algo_a.optimizers():
+            state_a = algo_a.optimizers()[name].state_dict()["state"]
+            state_t = algo_t.optimizers()[name].state_dict()["state"]
+            for i in state_a:
+                assert float(state_t[i]["step"]) == float(state_a[i]["step"])
+                assert _close(state_t[i]["exp_avg_sq"], state_a[i]["exp_avg_sq"], rtol=1e-3, atol=1e-12)
+        assert algo_t.updates_done == algo_a.updates_done
+        if name == "ppo_kl":
+            assert algo_t.beta == algo_a.beta
+
+
+def test_stacked_minibatches_are_each_runs_own_minibatches():
+    cls, runs = _runs("ppo_clip", [{}, {}, {}])
+    batches = [b for _, _, b in runs]
+    gens = [torch.Generator().manual_seed(s) for s in (5, 6, 7)]
+    lone = [list(b.minibatches(4, torch.Generator().manual_seed(s))) for b, s in zip(batches, (5, 6, 7))]
+    stacked = list(stacked_minibatches(batches, gens, 4))
+    assert len(stacked) == 4
+    for i, mb in enumerate(stacked):
+        for k in range(3):
+            for key, value in lone[k][i].items():
+                if value is None:
+                    assert mb[key] is None
+                else:
+                    assert torch.equal(mb[key][k], value), (i, k, key)
+
+
+def test_stacked_adam_is_torch_adam_per_run_with_its_own_lr_and_clipping():
+    torch.manual_seed(0)
+    K, shapes = 3, [(4, 5), (5,)]
+    params = [[torch.randn(s, requires_grad=True) for s in shapes] for _ in range(K)]
+    lrs, bounds = [1e-2, 3e-3, 1e-3], [None, 0.5, 1e9]
+    opts = [torch.optim.Adam(p, lr=lr, eps=1e-5) for p, lr in zip(params, lrs)]
+    leaves = [torch.stack([params[k][i].detach() for k in range(K)]).requires_grad_() for i in range(len(shapes))]
+    stacked = StackedAdam(leaves, [(o, p) for o, p in zip(opts, params)])
+    for step in range(5):
+        grads = [[torch.randn(s) * 3 for s in shapes] for _ in range(K)]
+        for k in range(K):
+            for p, g in zip(params[k], grads[k]):
+                p.grad = g.clone()
+            if bounds[k] is not None:
+                torch.nn.utils.clip_grad_norm_(params[k], bounds[k])
+            opts[k].step()
+        for i, leaf in enumerate(leaves):
+            leaf.grad = torch.stack([grads[k][i] for k in range(K)])
+        for k, bound in enumerate(bounds):   # the stack clips to one shared bound: each run in turn here
+            if bound is not None:
+                norms = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(l.grad[k]) for l in leaves]))
+                for l in leaves:
+                    l.grad[k] *= torch.clamp(bound / (norms + 1e-6), max=1.0)
+        stacked.step()
+    for k in range(K):
+        for i in range(len(shapes)):
+            assert _close(leaves[i][k], params[k][i], rtol=1e-5, atol=1e-7)
+    stacked.write_back()
+    for k in range(K):
+        for p in params[k]:
+            assert float(opts[k].state[p]["step"]) == 5.0
+
+
+def test_per_run_is_a_plain_number_when_the_runs_agree():
+    assert per_run([0.2, 0.2]) == 0.2
+    t = per_run([0.1, 0.3], dims=2)
+    assert t.shape == (2, 1, 1) and torch.allclose(t.flatten(), torch.tensor([0.1, 0.3]))
+    with pytest.raises(ValueError):
+        per_run([None, 0.5])
+
+
+def test_stacked_gradient_clipping_is_torchs_per_run():
+    torch.manual_seed(1)
+    K, shapes = 4, [(3, 2), (2,)]
+    grads = [[torch.randn(s) * (k + 1) for s in shapes] for k in range(K)]
+    leaves = [torch.zeros(K, *s, requires_grad=True) for s in shapes]
+    for i, leaf in enumerate(leaves):
+        leaf.grad = torch.stack([grads[k][i] for k in range(K)])
+    opts = [torch.optim.Adam([torch.zeros(s) for s in shapes]) for _ in range(K)]
+    stacked = StackedAdam(leaves, [(o, o.param_groups[0]["params"]) for o in opts])
+    norms = stacked.clip_grad_norms_(1.5)
+    for k in range(K):
+        params = [torch.zeros(s, requires_grad=True) for s in shapes]
+        for p, g in zip(params, grads[k]):
+            p.grad = g.clone()
+        norm = torch.nn.utils.clip_grad_norm_(params, 1.5)
+        assert _close(norms[k], norm)
+        for p, leaf in zip(params, leaves):
+            assert _close(leaf.grad[k], p.grad)
+
+
+# -- collection: the runs' environments stepped as rows of one ---------------------------------
+
+def test_collecting_together_gives_each_run_the_batch_it_collects_alone():
+    """Three runs (one with 2 environments) stepped as rows of one MujocoVecEnv, against each
+    collected alone: bit-identical batches and episodes, over batches that cross episode ends,
+    and after a checkpoint of the rows restored into a lone run's environment."""
+    from core.rollout import collect_together
+    suite = suites.get("mujoco")
+    cls = algos.get("ppo_clip")
+    scfg = suite.Config()
+    env_id = "Hopper-v5"
+    cfgs = [cls.Config(**{**suite.defaults_for(cls), "num_steps": 300, "num_envs": n}) for n in (1, 2, 1)]
+    seeds = [4, 5, 6]
+    agents = []
+    for seed in seeds:
+        seed_everything(seed)
+        agents.append(suite.make_agent(suite.make_env(env_id, scfg, train=False), scfg))
+    needs = cls.needs(cfgs[0])
+    together = [c for c, _ in suite.make_collectors(env_id, scfg, needs, cfgs, seeds)]
+    alone = [suite.make_collector(env_id, scfg, needs, c, s)[0] for c, s in zip(cfgs, seeds)]
+    for round_ in range(3):
+        results = collect_together(together, agents)
+        for k, (collector, agent) in enumerate(zip(alone, agents)):
+            batch, episodes = collector.collect(agent)
+            b2, e2 = results[k]
+            for name, value in batch.step_fields().items():
+                assert torch.equal(value, b2.step_fields()[name]), (round_, k, name)
+            assert torch.equal(batch.last_value, b2.last_value)
+            assert [(e.global_step, e.ret, e.length) for e in episodes] == [(e.global_step, e.ret, e.length)
+                                                                            for e in e2]
+        if round_ == 1:   # a run leaves the stack: its rows' state resumes in a lone environment
+            state = together[1].state_dict()
+            lone = suite.make_collector(env_id, scfg, needs, cfgs[1], 99)[0]
+            lone.load_state_dict(state)
+            assert lone.env_state_exact
+            alone[1] = lone
+    assert sum(len(e) for _, e in results) > 0
