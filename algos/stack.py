@@ -74,7 +74,9 @@ class StackedAdam:
     ``runs``: each run's ``(optimizer, params)``, ``params`` in the order of the stacked leaves.
     The moments and step counts are read from each run's optimizer state on creation and
     written back by ``write_back``; the learning rate of each run is its optimizer's current
-    one (the run's schedule set it). ``clip_grad_norms_`` clips each run's gradient to its own norm.
+    one (the run's schedule set it). ``clip_grad_norms_`` clips each run's gradient to its own
+    norm. The moments are kept flat (``[K, P]``, P the parameters of one run): an update is a
+    handful of operations whatever the number of parameter tensors.
     """
 
     def __init__(self, leaves: list[Tensor], runs: list[tuple[torch.optim.Optimizer, list[Tensor]]]):
@@ -87,60 +89,61 @@ class StackedAdam:
             if (tuple(g["betas"]), g["eps"], g["weight_decay"], g["amsgrad"]) != (
                     (self.beta1, self.beta2), self.eps, 0, False):
                 raise ValueError("the runs of a stack use Adam with the same betas and eps, no weight decay")
+        self.sizes = [leaf[0].numel() for leaf in leaves]
         self.lr = torch.tensor([o.param_groups[0]["lr"] for o, _ in runs], dtype=torch.float64)
         states = [[optimizer.state.get(p, {}) for p in params] for optimizer, params in runs]
         self.step_count = torch.tensor([float(s[0]["step"]) if s[0] else 0.0 for s in states], dtype=torch.float64)
-        self.exp_avg = [self._stack_state(states, i, "exp_avg", leaf) for i, leaf in enumerate(leaves)]
-        self.exp_avg_sq = [self._stack_state(states, i, "exp_avg_sq", leaf) for i, leaf in enumerate(leaves)]
+        self.exp_avg = self._flat_state(states, "exp_avg")
+        self.exp_avg_sq = self._flat_state(states, "exp_avg_sq")
 
-    @staticmethod
-    def _stack_state(states, i: int, key: str, leaf: Tensor) -> Tensor:
-        return torch.stack([s[i][key].detach().clone() if s[i] else torch.zeros_like(leaf[k])
-                            for k, s in enumerate(states)])
+    def _flat_state(self, states, key: str) -> Tensor:
+        rows = [torch.cat([s[i][key].detach().reshape(-1) if s[i] else torch.zeros(n, dtype=self.leaves[i].dtype)
+                           for i, n in enumerate(self.sizes)]) for s in states]
+        return torch.stack(rows).to(self.leaves[0].device)
+
+    def _flat_grad(self) -> Tensor:
+        return torch.cat([leaf.grad.flatten(1) for leaf in self.leaves], 1)
 
     def zero_grad(self) -> None:
         for leaf in self.leaves:
             leaf.grad = None
 
-    def _per_run(self, x: Tensor, like: Tensor) -> Tensor:
-        return x.to(like.dtype).view(-1, *([1] * (like.dim() - 1)))
-
     @torch.no_grad()
-    def clip_grad_norms_(self, max_grad_norm: float | None) -> Tensor:
-        """Scale each run's gradient to norm at most ``max_grad_norm`` (None: leave it), by
-        ``torch.nn.utils.clip_grad_norm_``'s rule; returns the per-run norms before clipping."""
-        grads = [leaf.grad for leaf in self.leaves]
-        norms = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in grads]),
-                                         dim=0)
-        if max_grad_norm is not None:
-            coef = torch.clamp(max_grad_norm / (norms + 1e-6), max=1.0)
-            for g in grads:
-                g.mul_(self._per_run(coef, g))
+    def clip_grad_norms_(self, max_grad_norm: float | None) -> Tensor | None:
+        """Scale each run's gradient to norm at most ``max_grad_norm`` by
+        ``torch.nn.utils.clip_grad_norm_``'s rule; returns the per-run norms before clipping
+        (None, and nothing done, without a bound)."""
+        if max_grad_norm is None:
+            return None
+        norms = torch.linalg.vector_norm(self._flat_grad(), dim=1)
+        coef = torch.clamp(max_grad_norm / (norms + 1e-6), max=1.0)
+        for leaf in self.leaves:
+            leaf.grad.mul_(coef.view(-1, *([1] * (leaf.dim() - 1))))
         return norms
 
     @torch.no_grad()
     def step(self) -> None:
         """One Adam step of every run, each with its own step count and learning rate."""
-        grads = [leaf.grad for leaf in self.leaves]
+        grad = self._flat_grad()
         self.step_count += 1
-        bias1 = 1 - self.beta1 ** self.step_count
-        bias2_sqrt = (1 - self.beta2 ** self.step_count).sqrt()
-        step_size = self.lr / bias1
-        for leaf, g, m, v in zip(self.leaves, grads, self.exp_avg, self.exp_avg_sq):
-            m.lerp_(g, 1 - self.beta1)
-            v.mul_(self.beta2).addcmul_(g, g, value=1 - self.beta2)
-            denom = (v.sqrt() / self._per_run(bias2_sqrt, v)).add_(self.eps)
-            leaf.sub_(m / denom * self._per_run(step_size, m))
+        bias2_sqrt = (1 - self.beta2 ** self.step_count).sqrt().to(grad.dtype).unsqueeze(1)
+        step_size = (self.lr / (1 - self.beta1 ** self.step_count)).to(grad.dtype).unsqueeze(1)
+        self.exp_avg.lerp_(grad, 1 - self.beta1)
+        self.exp_avg_sq.mul_(self.beta2).addcmul_(grad, grad, value=1 - self.beta2)
+        update = self.exp_avg / (self.exp_avg_sq.sqrt() / bias2_sqrt).add_(self.eps) * step_size
+        torch._foreach_sub_(self.leaves, [u.view_as(leaf) for u, leaf in zip(update.split(self.sizes, 1), self.leaves)])
 
     def write_back(self) -> None:
         """Each run's optimizer state as ``torch.optim.Adam`` keeps it (a lone run continues from it)."""
+        m_parts, v_parts = self.exp_avg.split(self.sizes, 1), self.exp_avg_sq.split(self.sizes, 1)
         for k, (optimizer, params) in enumerate(self.runs):
             step = float(self.step_count[k])
-            for i, p in enumerate(params):
+            for p, m, v in zip(params, m_parts, v_parts):
                 state = optimizer.state[p]
                 like = state["step"] if "step" in state else torch.tensor(0.0, dtype=torch.float32)
                 optimizer.state[p] = {"step": torch.tensor(step, dtype=like.dtype, device=like.device),
-                                      "exp_avg": self.exp_avg[i][k].clone(), "exp_avg_sq": self.exp_avg_sq[i][k].clone()}
+                                      "exp_avg": m[k].reshape(p.shape).clone(),
+                                      "exp_avg_sq": v[k].reshape(p.shape).clone()}
 
 
 class RunStack:

@@ -49,7 +49,7 @@ ESTIMATED_SPS = {"mujoco": 3000, "atari": 150,   # atari, one thread: ppo ~560 (
                  "llm_toy": 100}                  # llm_toy: completions per second
 # The same for the runs of a stack (the batched engine): environment steps per second of all
 # its runs together, on one core.
-ESTIMATED_STACK_SPS = {"mujoco": 8000}
+ESTIMATED_STACK_SPS = {"mujoco": 9000}   # ~3x a lone run per process (bench/batched.py, docs/BENCHMARKS.md)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -210,6 +210,38 @@ class MLPAgent(nn.Module):
         # Gumbel-max sampling: one vectorised draw per row.
         return (h - np.log(-np.log(rng.random(h.shape)))).argmax(-1)
 
+    @staticmethod
+    def stacked_actor(agents: list["MLPAgent"]):
+        """``act`` of K agents of one shape in one pass, for one rollout (the weights are frozen
+        during it): ``actor(obs [K, N, obs_dim], rngs) -> [K, N, act_dim]``, bit-identical to
+        ``[agents[k].act(obs[k], rngs[k])]`` (NumPy's matmul of a stack is the 2-D product of each
+        slice, tested; each run's noise comes from its own generator). None: not stackable."""
+        if not all(a.continuous for a in agents):
+            return None
+        snapshots = [a._snapshot() for a in agents]
+        layers = [(np.stack([s[i][0] for s in snapshots]), np.stack([s[i][1] for s in snapshots])[:, None])
+                  for i in range(len(snapshots[0]))]
+        first = agents[0]
+        norm = None
+        if first._np_norm is not None:
+            norm = (np.stack([a._np_norm[0] for a in agents])[:, None], np.stack([a._np_norm[1] for a in agents])[:, None],
+                    first.obs_norm.clip)
+        std = np.stack([a._np_std for a in agents])[:, None]
+        activation = first._np_act
+
+        def actor(obs: np.ndarray, rngs: list[np.random.Generator]) -> np.ndarray:
+            h = obs.astype(np.float32).reshape(*obs.shape[:2], -1)
+            if norm is not None:
+                mean, inv_std, clip = norm
+                h = np.minimum(np.maximum((h - mean) * inv_std, -clip), clip)
+            for i, (w, b) in enumerate(layers):
+                h = h @ w + b
+                if i < len(layers) - 1:
+                    h = activation(h)
+            noise = np.stack([rng.standard_normal(h.shape[1:]) for rng in rngs])
+            return (h + std * noise).astype(np.float32)
+        return actor
+
 
 class StackedMLPAgent(nn.Module):
     """K ``MLPAgent`` of one shape as one model (the batched engine, ``algos/stack.py``).

@@ -245,6 +245,14 @@ def test_collecting_together_gives_each_run_the_batch_it_collects_alone():
     needs = cls.needs(cfgs[0])
     together = [c for c, _ in suite.make_collectors(env_id, scfg, needs, cfgs, seeds)]
     alone = [suite.make_collector(env_id, scfg, needs, c, s)[0] for c, s in zip(cfgs, seeds)]
+    # the same with runs of one shape, whose agents act as one (MLPAgent.stacked_actor)
+    same = [cls.Config(**{**suite.defaults_for(cls), "num_steps": 300, "num_envs": 2}) for _ in seeds]
+    shaped = [c for c, _ in suite.make_collectors(env_id, scfg, needs, same, seeds)]
+    shaped_alone = [suite.make_collector(env_id, scfg, needs, c, s)[0] for c, s in zip(same, seeds)]
+    for k, ((b1, e1), (b2, e2)) in enumerate(zip(collect_together(shaped, agents),
+                                                  [c.collect(a) for c, a in zip(shaped_alone, agents)])):
+        for name, value in b1.step_fields().items():
+            assert torch.equal(value, b2.step_fields()[name]), (k, name)
     for round_ in range(3):
         results = collect_together(together, agents)
         for k, (collector, agent) in enumerate(zip(alone, agents)):
