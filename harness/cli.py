@@ -11,7 +11,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from harness.config import ConfigError, parse_sweep, plan_batches, plan_runs, split_args, threads_per_run
+from harness.config import (ConfigError, estimated_minutes, parse_sweep, plan_batches, plan_runs, split_args,
+                            threads_per_run)
 from core.results import ResultsDirError, check_results_dir, done_problem, is_done, read_run_json
 
 USAGE = """usage: ./run_all.sh [key=value ...]
@@ -43,13 +44,6 @@ USAGE = """usage: ./run_all.sh [key=value ...]
   ./run_all.sh compare candidate=ppo_clip+clip_eps=0.3 baseline=ppo_clip [suite=mujoco]
 """
 
-# Rough training speed of one run on one core of the development machine, for the plan's
-# time estimate only (docs/BENCHMARKS.md has the measured numbers).
-ESTIMATED_SPS = {"mujoco": 3000, "atari": 150,   # atari, one thread: ppo ~560 (fp32), ~40 trpo, ~170 groups
-                 "llm_toy": 100}                  # llm_toy: completions per second
-# The same for the runs of a stack (the batched engine): environment steps per second of all
-# its runs together, on one core.
-ESTIMATED_STACK_SPS = {"mujoco": 9000}   # ~3x a lone run per process (bench/batched.py, docs/BENCHMARKS.md)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,19 +173,6 @@ def _print_plan(sweep, runs, todo, units) -> None:
                   f"(batch_runs=1: one run per process)")
         print(f"  estimated time: ~{minutes:.0f} min with jobs={jobs}, {todo[0].threads} torch "
               f"thread{'s' if todo[0].threads > 1 else ''} per process")
-
-
-def estimated_minutes(suite: str, units: list, jobs: int) -> float:
-    """The plan's wall-time estimate: each process's steps at the rate measured for its kind (a
-    lone run, or a stack: ``ESTIMATED_SPS`` / ``ESTIMATED_STACK_SPS``), spread over ``jobs``
-    processes (the longest first, as a sweep would if its processes came in that order)."""
-    lone = ESTIMATED_SPS.get(suite, 3000)
-    stacked = ESTIMATED_STACK_SPS.get(suite, lone)
-    seconds = sorted((sum(r.steps for r in u) / (stacked if len(u) > 1 else lone) for u in units), reverse=True)
-    load = [0.0] * jobs
-    for s in seconds:
-        load[load.index(min(load))] += s
-    return max(load) / 60
 
 
 if __name__ == "__main__":

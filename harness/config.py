@@ -224,15 +224,21 @@ def check_device(device: str, local: bool = True) -> None:
 
 
 def threads_per_run(sweep: SweepConfig, runs_in_parallel: int) -> int:
-    """torch threads for each run: ``threads=`` when given; else this machine's cores shared by
-    the runs that run at once (one each when they fill the machine, as two busy processes with two
-    threads each ran 20-60x slower on 2 cores; a lone run gets every core, which halves the
-    Atari CNN's update). Ray workers sit on machines of unknown size: one thread unless given."""
+    """torch threads for each process (one run or one stack): ``threads=`` when given; else this
+    machine's cores shared by the processes that run at once (one each when they fill the machine,
+    as two busy processes with two threads each ran 20-60x slower on 2 cores; a lone process gets
+    every core, which halves the Atari CNN's update), but never more than the suite's
+    ``max_threads`` (MuJoCo's small MLPs gain nothing from a second thread and lose 3x when another
+    process is busy: docs/BENCHMARKS.md). Ray workers sit on machines of unknown size: one thread
+    unless given."""
     if sweep.threads is not None:
         return sweep.threads
     if sweep.executor == "ray":
         return 1
-    return max(1, (os.cpu_count() or 1) // max(1, min(sweep.jobs, runs_in_parallel)))
+    import suites
+    share = max(1, (os.cpu_count() or 1) // max(1, min(sweep.jobs, runs_in_parallel)))
+    limit = getattr(suites.get(sweep.suite), "max_threads", None) if sweep.suite in suites.names() else None
+    return min(share, limit) if limit else share
 
 
 def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_overrides: dict[str, str]) -> list[RunConfig]:
@@ -309,9 +315,9 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
 # ---------------------------------------------------------------------------------------
 # the batched engine: which runs train together (harness/train.py's train_batch)
 
-# Past this many runs a stack gains little (the update is bound by arithmetic by then) and its
-# runs finish later than smaller stacks spread over the cores (docs/BENCHMARKS.md, "Many runs,
-# one process").
+# Past this many runs a stack gains little: the update is bound by arithmetic by then (one
+# process, Hopper: 16 runs 3.5x a lone run's steps/s, 32 runs 3.6x; docs/BENCHMARKS.md, "Many
+# runs, one process").
 MAX_BATCH_RUNS = 16
 
 
@@ -334,10 +340,14 @@ def stack_key(run: RunConfig) -> tuple | None:
 def plan_batches(runs: list[RunConfig], batch_runs: int | None, jobs: int) -> list[list[RunConfig]]:
     """The processes of a sweep: lists of runs trained together (``batch_runs=1``: each run alone).
 
-    Runs that can stack (``stack_key``) are grouped; a group of n runs is split into stacks of at
-    most ``batch_runs`` runs, by default as few as give every one of the ``jobs`` processes a
-    share (``ceil(n / jobs)`` runs each, at most ``MAX_BATCH_RUNS``), with sizes that differ by one
-    at most. Runs keep the sweep's order within a stack, and stacks the order of their first run."""
+    Runs that can stack (``stack_key``) are grouped; a group is split into stacks of at most
+    ``batch_runs`` runs, sizes differing by one at most. By default the planner weighs two splits
+    and takes the one with the shorter estimated wall time on ``jobs`` processes
+    (``estimated_minutes``): whole groups (at most ``MAX_BATCH_RUNS`` a stack: the largest stacks,
+    the fastest per run), or each group spread over the jobs (``ceil(n / jobs)`` a stack: smaller
+    stacks that keep every core busy to the end; Table 1 on one environment). Runs keep the
+    sweep's order within a stack; the processes start largest first, so that the cores finish
+    together."""
     if batch_runs == 1:
         return [[r] for r in runs]
     groups: dict = {}
@@ -351,11 +361,40 @@ def plan_batches(runs: list[RunConfig], batch_runs: int | None, jobs: int) -> li
                 groups[key] = []
                 units.append(groups[key])   # filled below; split after
             groups[key].append(run)
-    out = []
-    for unit in units:
-        n = len(unit)
-        size = batch_runs or min(MAX_BATCH_RUNS, max(1, -(-n // max(1, jobs))))
-        parts = -(-n // size)
-        bounds = [round(i * n / parts) for i in range(parts + 1)]
-        out += [unit[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
-    return out
+
+    def split(unit: list[RunConfig], size: int) -> list[list[RunConfig]]:
+        parts = -(-len(unit) // size)
+        bounds = [round(i * len(unit) / parts) for i in range(parts + 1)]
+        return [unit[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+    def plan(size_of) -> list[list[RunConfig]]:
+        out = [part for unit in units for part in split(unit, size_of(len(unit)))]
+        return sorted(out, key=lambda u: -sum(r.steps for r in u))   # stable: the sweep's order among equals
+
+    if batch_runs is not None:
+        return plan(lambda n: batch_runs)
+    suite = runs[0].suite if runs else ""
+    candidates = [plan(lambda n: MAX_BATCH_RUNS), plan(lambda n: min(MAX_BATCH_RUNS, -(-n // max(1, jobs))))]
+    return min(candidates, key=lambda c: estimated_minutes(suite, c, jobs))
+
+
+# Rough training speed of one run on one core of the development machine, for the plan's
+# time estimate only (docs/BENCHMARKS.md has the measured numbers).
+ESTIMATED_SPS = {"mujoco": 3000, "atari": 150,   # atari, one thread: ppo ~560 (fp32), ~40 trpo, ~170 groups
+                 "llm_toy": 100}                  # llm_toy: completions per second
+# A stack of K runs (the batched engine) steps K / (1 + (K - 1) * c) times as fast as a lone run:
+# each further run costs about c of a lone run's time (one process, Hopper: 8 runs 2.9x, 16 runs
+# 3.5x a lone run; docs/BENCHMARKS.md, "Many runs, one process").
+STACK_RUN_COST = 0.24
+
+
+def estimated_minutes(suite: str, units: list[list[RunConfig]], jobs: int) -> float:
+    """The plan's wall-time estimate: each process's steps at the rate measured for its kind (a
+    lone run at ``ESTIMATED_SPS``, a stack of K faster by ``STACK_RUN_COST``'s rule), spread over
+    ``jobs`` processes in the order given, each starting on the first free job."""
+    lone = ESTIMATED_SPS.get(suite, 3000)
+    load = [0.0] * max(1, jobs)
+    for u in units:
+        seconds = sum(r.steps for r in u) / (lone * len(u) / (1 + (len(u) - 1) * STACK_RUN_COST))
+        load[load.index(min(load))] += seconds
+    return max(load) / 60

@@ -38,6 +38,9 @@ class Suite(ABC):
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
     # Named lists of (algorithm, {option: value}) settings, e.g. the rows of a paper's table.
     grids: ClassVar[dict[str, list[tuple[str, dict[str, Any]]]]] = {}
+    # The most torch threads a process of this suite uses (None: as many as its share of the cores);
+    # set where a second thread measurably gains nothing (harness.config.threads_per_run).
+    max_threads: ClassVar[int | None] = None
 
     def defaults_for(self, algo_cls: type) -> dict[str, Any]:
         """This suite's defaults for the algorithm class ``algo_cls``, resolved along its class

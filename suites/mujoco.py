@@ -332,6 +332,10 @@ class MujocoSuite(Suite):
     name = "mujoco"
     Config = MujocoConfig
     default_envs = PAPER_ENVS
+    # One torch thread per process: on 2 idle cores a second thread gives a lone Hopper run +12% and
+    # a stack of 16 runs -8%, and with another process busy a lone run with two threads fell from
+    # 1.84k to 0.6k steps/s (docs/BENCHMARKS.md, "Many runs, one process": threads).
+    max_threads = 1
     scales = {
         # every algorithm on 2 envs for seconds: a first look, and CI
         "smoke": Scale(envs=("InvertedPendulum-v5", "Hopper-v5"), steps=4096, seeds=1,

@@ -139,12 +139,16 @@ def test_rollout_buffer_keeps_the_observations_memory_layout():
 def test_threads_per_run_shares_the_cores_among_the_runs_at_once(monkeypatch):
     from harness.config import threads_per_run
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    assert threads_per_run(parse_sweep({"jobs": "8"}), 20) == 1
-    assert threads_per_run(parse_sweep({"jobs": "2"}), 20) == 4
-    assert threads_per_run(parse_sweep({"jobs": "8"}), 1) == 8      # a lone run gets every core
-    assert threads_per_run(parse_sweep({"jobs": "3"}), 5) == 2
-    assert threads_per_run(parse_sweep({"jobs": "8", "threads": "3"}), 20) == 3
+    atari = {"suite": "atari"}   # no max_threads: the CNN gains from every core it gets
+    assert threads_per_run(parse_sweep({**atari, "jobs": "8"}), 20) == 1
+    assert threads_per_run(parse_sweep({**atari, "jobs": "2"}), 20) == 4
+    assert threads_per_run(parse_sweep({**atari, "jobs": "8"}), 1) == 8      # a lone run gets every core
+    assert threads_per_run(parse_sweep({**atari, "jobs": "3"}), 5) == 2
+    assert threads_per_run(parse_sweep({**atari, "jobs": "8", "threads": "3"}), 20) == 3
     assert threads_per_run(parse_sweep({"executor": "ray"}), 1) == 1  # workers' cores are unknown
+    # MuJoCo's MLPs: one thread at most, whatever the share (a second one gains nothing)
+    assert threads_per_run(parse_sweep({"jobs": "8"}), 1) == 1
+    assert threads_per_run(parse_sweep({"jobs": "8", "threads": "2"}), 1) == 2   # unless asked
     with pytest.raises(ConfigError, match="threads=0"):
         parse_sweep({"threads": "0"})
 

@@ -270,3 +270,74 @@ def test_collecting_together_gives_each_run_the_batch_it_collects_alone():
             assert lone.env_state_exact
             alone[1] = lone
     assert sum(len(e) for _, e in results) > 0
+
+
+# -- the harness: a stack's runs keep their own fate ---------------------------------------------
+
+def test_a_run_that_diverges_fails_alone_and_its_stack_mates_finish(tmp_path):
+    """lr is a per-run option, so lr=inf stacks with lr=3e-4: the diverging run is marked failed
+    at its first update, the other two finish with the numbers they get in a stack without it."""
+    from harness.config import plan_batches, stack_key
+    from harness.train import train_batch
+    from tests.helpers import TINY, plan
+    words = dict(env="Hopper-v5", steps=1024)
+    good = plan(tmp_path, *TINY, seeds=2, **words)
+    (bad,) = plan(tmp_path, *TINY, "algo.lr=inf", **words)
+    assert stack_key(bad) == stack_key(good[0]) and plan_batches([good[0], bad, good[1]], None, 1) == [
+        [good[0], bad, good[1]]]
+    records = train_batch([good[0], bad, good[1]])
+    assert [r["status"] for r in records] == ["done", "failed", "done"]
+    assert records[1]["failed_update"] == 1 and "NonFiniteError" in records[1]["error"]
+    alone = plan(tmp_path / "pair", *TINY, seeds=2, **words)
+    train_batch(alone)   # the same two seeds stacked without the diverging run
+    from fault_helpers import same_numbers
+    for a, b in zip(good, alone):
+        same_numbers(b.run_dir, a.run_dir)
+
+
+def test_a_stack_skips_a_run_another_sweep_holds_and_trains_the_rest(tmp_path):
+    from harness.executor import RUNNING_ELSEWHERE, run_local
+    from harness.locks import RunLock
+    from tests.helpers import TINY, plan
+    runs = plan(tmp_path, *TINY, seeds=3, env="Hopper-v5", steps=512)
+    held = RunLock(runs[1].run_dir)
+    assert held.acquire()
+    try:
+        results = run_local(runs, jobs=1, show_progress=False, batches=[runs])
+    finally:
+        held.release()
+    assert [r["status"] for r in results] == ["done", RUNNING_ELSEWHERE, "done"]
+    assert not (runs[1].run_dir / "run.json").exists()
+
+
+def test_plan_batches_groups_what_can_stack_and_splits_it_evenly():
+    from harness.config import plan_batches, stack_key
+    from tests.helpers import plan
+    runs = plan("/tmp/unused", algo="ppo_clip,ppo_kl,grpo", env="Hopper-v5,HalfCheetah-v5", seeds=5)
+    units = plan_batches(runs, None, jobs=2)
+    by_key = {}
+    for unit in units:
+        keys = {stack_key(r) for r in unit}
+        assert len(keys) == 1                                      # one kind of run per process
+        by_key.setdefault(keys.pop(), []).append(len(unit))
+    assert by_key.pop(None) == [1] * 10                            # grpo: one run per process
+    assert len(by_key) == 4 and all(sum(v) == 5 and max(v) - min(v) <= 1 for v in by_key.values())
+    assert sorted(r.run_id for u in units for r in u) == sorted(r.run_id for r in runs)
+    sizes = [sum(r.steps for r in u) for u in units]
+    assert sizes == sorted(sizes, reverse=True)                    # the largest processes start first
+    # Table 1 on one environment: 24 ppo_kl and 9 ppo_clip runs spread over both jobs to the end;
+    # the paper's main job: each (algorithm, environment)'s 3 seeds as one stack
+    from harness.config import parse_sweep, plan_runs, split_args
+    t, a, s = split_args(["suite=mujoco", "grid=table1", "env=Hopper-v5", "seeds=3", "results_dir=/tmp/unused"])
+    table1 = plan_runs(parse_sweep(t), a, s)
+    assert [len(u) for u in plan_batches(table1, None, jobs=2)] == [12, 12, 5, 4]
+    main = plan("/tmp/unused", algo="reinforce,trpo,ppo_clip,ppo_kl", env="Hopper-v5,Walker2d-v5", seeds=3)
+    assert [len(u) for u in plan_batches(main, None, jobs=2)] == [3] * 8
+    assert all(len(u) == 1 for u in plan_batches(runs, 1, jobs=2))
+    assert max(map(len, plan_batches(runs, 2, jobs=2))) == 2
+    # numbers that may differ per run stack; an option the minibatch loop branches on does not
+    a, b = plan("/tmp/unused", "algo.clip_eps=0.1", env="Hopper-v5"), plan("/tmp/unused", "algo.value_clip=true",
+                                                                           env="Hopper-v5")
+    base = plan("/tmp/unused", env="Hopper-v5")
+    assert stack_key(a[0]) == stack_key(base[0]) != stack_key(b[0])
+    assert stack_key(plan("/tmp/unused", "algo.diagnostics=last_epoch", env="Hopper-v5")[0]) is None
