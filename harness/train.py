@@ -254,6 +254,9 @@ def _train_members(members: list[_Member], progress, on_checkpoint) -> None:
         for m in active:
             if m.record["status"] == "running" and not m.training:
                 m.finish(suite)
+    for m in members:   # resumed from a checkpoint written after its last update: only the end is left
+        if m.record["status"] == "running":
+            m.finish(suite)
 
 
 def _write_rows(run_dir: Path, state: RunState) -> dict[str, str]:
