@@ -1,5 +1,6 @@
 """The Ray executor against a real Ray head: a smoke sweep through the command line, a failed
-run, results written straight to a shared path, and a Ray worker killed with SIGKILL.
+run, results written straight to a shared path, a stack of runs as one task, and a Ray worker
+killed with SIGKILL.
 
 They need a running Ray head; ``scripts/ci_ray.sh`` starts one on loopback and sets
 ``PG_ARENA_RAY_ADDRESS``. Without it they are skipped.
@@ -50,6 +51,21 @@ def test_ray_failed_run_and_results_on_a_shared_path(tmp_path):
     assert "NonFiniteError" in results[0]["error"] and "update 1" in results[0]["error"]
     assert record(bad.run_dir)["status"] == "failed" and not is_done(bad.run_dir)
     assert is_done(good.run_dir)
+
+
+def test_a_stack_ships_as_one_ray_task_with_the_numbers_of_the_same_stack_here(tmp_path):
+    """executor=ray ships a stack (the batched engine) as one task; each run's folder comes back
+    with the numbers the same stack gets when trained here."""
+    from harness.ray_executor import run_ray
+    from harness.train import train_batch
+    runs = plan_tiny(tmp_path / "ray", "env=Hopper-v5", steps=1024, seeds=3, checkpoint_every=2)
+    results = run_ray(runs, address=ADDRESS, jobs=1, show_progress=False, batches=[runs])
+    assert [r["status"] for r in results] == ["done"] * 3, results
+    local = plan_tiny(tmp_path / "local", "env=Hopper-v5", steps=1024, seeds=3, checkpoint_every=2)
+    train_batch(local)
+    for a, b in zip(local, runs):
+        assert record(b.run_dir)["config"]["results_dir"] == str(tmp_path / "ray")
+        same_numbers(a.run_dir, b.run_dir)
 
 
 def test_killed_ray_worker_is_retried_and_resumes_from_its_checkpoint(tmp_path):
