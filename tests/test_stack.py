@@ -341,3 +341,53 @@ def test_plan_batches_groups_what_can_stack_and_splits_it_evenly():
     base = plan("/tmp/unused", env="Hopper-v5")
     assert stack_key(a[0]) == stack_key(base[0]) != stack_key(b[0])
     assert stack_key(plan("/tmp/unused", "algo.diagnostics=last_epoch", env="Hopper-v5")[0]) is None
+
+
+def test_a_run_checkpointed_in_a_stack_resumes_alone_and_the_other_way_round(tmp_path, monkeypatch):
+    """The checkpoint of a run is the same whichever engine wrote it: a stack killed after its
+    second checkpoint resumes each run alone, and lone runs killed the same way resume as a stack;
+    every run ends done, resumed at update 2, with the rows a kill leaves intact."""
+    import harness.train as train_mod
+    from harness.train import train, train_batch
+    from tests.helpers import TINY, plan
+    real_save = train_mod._save
+
+    def kill_after(saves: int):
+        calls = [0]
+
+        def save_then_die(*a, **k):
+            real_save(*a, **k)
+            calls[0] += 1
+            if calls[0] == saves:
+                raise KeyboardInterrupt   # a BaseException: the folders are left as a kill leaves them
+        return save_then_die
+
+    words = dict(env="Hopper-v5", steps=1536, seeds=2, checkpoint_every=1)
+    stacked = plan(tmp_path / "stacked", *TINY, **words)
+    monkeypatch.setattr(train_mod, "_save", kill_after(4))          # 2 runs x 2 updates
+    with pytest.raises(KeyboardInterrupt):
+        train_batch(stacked)
+    monkeypatch.setattr(train_mod, "_save", real_save)
+    for run in stacked:
+        record = train(run)
+        assert record["status"] == "done" and record["resumed_from"]["update"] == 2, record
+        assert record["resumed_from"]["env_state_exact"], "the stack's rows did not restore as the run's environment"
+
+    alone = plan(tmp_path / "alone", *TINY, **words)
+    for run in alone:
+        monkeypatch.setattr(train_mod, "_save", kill_after(2))
+        with pytest.raises(KeyboardInterrupt):
+            train(run)
+    monkeypatch.setattr(train_mod, "_save", real_save)
+    records = train_batch(alone)
+    assert all(r["status"] == "done" and r["resumed_from"]["update"] == 2 and r["resumed_from"]["env_state_exact"]
+               for r in records), records
+    for run in stacked + alone:
+        rows = read_metrics(run.run_dir)
+        assert [int(r["update"]) for r in rows] == list(range(1, 7))
+
+
+def read_metrics(run_dir):
+    import csv
+    with open(run_dir / "metrics.csv", newline="") as f:
+        return list(csv.DictReader(f))
