@@ -63,12 +63,6 @@ class Reinforce(Algorithm):
         if self.resolved_needs.critic:
             self.vf_optimizer = self.make_optimizer(agent.value_parameters(), cfg.vf_lr)
 
-    @classmethod
-    def stackable(cls, cfg: ReinforceConfig) -> bool:
-        return True
-
-    per_run_options = ("lr", "gamma", "vf_lr")
-
     def update(self, batch):
         returns, advantages = self.advantages(batch)
         logp = self.agent.dist(batch.obs).log_prob(batch.actions)

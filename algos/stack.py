@@ -63,9 +63,17 @@ class StackedBatch:
         self.num_steps = batches[0].num_steps
         if any(b.num_steps != self.num_steps for b in batches):
             raise ValueError("the runs of a stack have the same number of valid steps per batch")
+        self._stacked: dict[str, Tensor] = {}
 
     def stacked(self, name: str) -> Tensor:
-        return torch.stack([getattr(b, name) for b in self.batches])
+        """The runs' per-step field ``name`` as one ``[K, T, N, ...]`` tensor (stacked once)."""
+        if name not in self._stacked:
+            self._stacked[name] = torch.stack([b.step_fields()[name] for b in self.batches])
+        return self._stacked[name]
+
+    def step_tensors(self) -> dict[str, Tensor]:
+        """Every per-step field but the mask, stacked: what the minibatches are cut from."""
+        return {name: self.stacked(name) for name in self.batches[0].step_fields() if name != "mask"}
 
 
 class StackedAdam:
@@ -189,8 +197,9 @@ class RunStack:
     def epochs(self, batch: StackedBatch, num_epochs: int, num_minibatches: int, by: str = "step",
                **per_step: Tensor) -> Iterator[dict[str, Tensor]]:
         generators = [a.generator for a in self.algos]
+        tensors = batch.step_tensors() | per_step   # stacked once for all the epochs
         for _ in range(num_epochs):
-            yield from stacked_minibatches(batch.batches, generators, num_minibatches, by=by, **per_step)
+            yield from stacked_minibatches(batch.batches, generators, num_minibatches, tensors, by=by)
 
     def gradient_step(self, optimizer: StackedAdam, loss: Tensor, params, max_grad_norm: float | None) -> Tensor:
         """``loss``: ``[K]``, run k's own loss; the gradient of their sum is each run's own.

@@ -114,10 +114,11 @@ def _bounds(n: int, parts: int) -> list[tuple[int, int]]:
 
 
 def stacked_minibatches(batches: list[Batch], generators: list[torch.Generator], num_minibatches: int,
-                        by: str = "step", **per_step: Tensor) -> Iterator[dict[str, Tensor]]:
+                        tensors: dict[str, Tensor], by: str = "step") -> Iterator[dict[str, Tensor]]:
     """``Batch.minibatches`` of K runs at once (``algos/stack.py``): minibatch i holds each run's
     own minibatch i, drawn from its own generator exactly as it draws it alone, stacked along a
-    leading run dimension (``[K, B, 1, ...]``). ``per_step``: ``[K, T, N]`` tensors."""
+    leading run dimension (``[K, B, 1, ...]``). ``tensors``: the ``[K, T, N, ...]`` tensors to cut
+    (the runs' step fields but the mask, stacked, and per-step ones such as advantages)."""
     if by != "step" or not all(b.splittable_steps for b in batches):
         raise ValueError("a stack samples single steps (by='step'); column minibatches are for runs alone")
     orders = [b.step_order(g) for b, g in zip(batches, generators)]
@@ -127,8 +128,6 @@ def stacked_minibatches(batches: list[Batch], generators: list[torch.Generator],
     K, TN = len(batches), batches[0].mask.numel()
     # one gather per tensor over the runs' flattened steps: row k * T * N + order_k[j]
     index = (torch.stack(orders) + torch.arange(K).unsqueeze(1) * TN).reshape(-1)
-    tensors = {k: torch.stack([b.step_fields()[k] for b in batches]) for k in batches[0].step_fields() if k != "mask"}
-    tensors.update(per_step)
     shuffled = {k: take_rows(v.flatten(0, 2), index).view(K, n, 1, *v.shape[3:]) for k, v in tensors.items()}
     for lo, hi in _bounds(n, num_minibatches):
         mb = {k: v[:, lo:hi] for k, v in shuffled.items()}

@@ -103,7 +103,6 @@ class _Member:
 
     def __init__(self, index: int, run: RunConfig, run_dir: Path):
         self.index, self.run, self.run_dir = index, run, run_dir
-        seed_everything(run.seed)
         run_dir.mkdir(parents=True, exist_ok=True)
         self.record = {
             "run_id": run.run_id, "suite": run.suite, "env": run.env, "algo": run.algo, "variant": run.variant,
@@ -121,7 +120,7 @@ class _Member:
         self.state = RunState()
         self.checkpoint = run_dir / CHECKPOINT
 
-    def build(self, suite, suite_cfg, algo_cls, cfg) -> None:
+    def build(self, suite, suite_cfg, cfg) -> None:
         """The evaluation environment and the agent, seeded as a lone run seeds them."""
         seed_everything(self.run.seed)
         self.cfg = cfg
@@ -214,7 +213,7 @@ def _train_members(members: list[_Member], progress, on_checkpoint) -> None:
     needs = algo_cls.needs(cfgs[0])
     alone = len(members) == 1
     for m, cfg in zip(members, cfgs):
-        m.build(suite, suite_cfg, algo_cls, cfg)
+        m.build(suite, suite_cfg, cfg)
         if alone:   # a lone run builds its collector right after its agent (the RNG order of every engine before)
             m.start(algo_cls, *suite.make_collector(first.env, suite_cfg, needs, cfg, m.run.seed))
     if not alone:
@@ -241,7 +240,7 @@ def _train_members(members: list[_Member], progress, on_checkpoint) -> None:
             updates = [active[0].algo.update(batches[0])]
         else:
             stack = RunStack([m.algo for m in active], suite.stack_agents([m.agent for m in active]), batches)
-            updates = algos.get(first.algo).update_together(stack, batches)
+            updates = algo_cls.update_together(stack, batches)
         update_end = time.perf_counter()
         for m, (batch, episodes, extra), metrics in zip(active, results, updates):
             if metrics is not None:

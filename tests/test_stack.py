@@ -153,7 +153,8 @@ def test_stacked_minibatches_are_each_runs_own_minibatches():
     batches = [b for _, _, b in runs]
     gens = [torch.Generator().manual_seed(s) for s in (5, 6, 7)]
     lone = [list(b.minibatches(4, torch.Generator().manual_seed(s))) for b, s in zip(batches, (5, 6, 7))]
-    stacked = list(stacked_minibatches(batches, gens, 4))
+    from algos.stack import StackedBatch
+    stacked = list(stacked_minibatches(batches, gens, 4, StackedBatch(batches).step_tensors()))
     assert len(stacked) == 4
     for i, mb in enumerate(stacked):
         for k in range(3):
