@@ -11,6 +11,9 @@ An agent is a ``torch.nn.Module`` with
   ``act`` that also returns log pi(a|s) and V(s) (numpy, one per environment) from the same
   forward pass, for agents whose forward pass is costly (the Atari CNN): the fixed-horizon
   collector then skips its batched recomputation of both;
+- optionally ``type(agent).stacked_actor(agents)``: for one rollout of K agents of one shape, a
+  function ``(obs [K, N, ...], rngs) -> actions [K, N, ...]`` equal to each agent's ``act`` (the
+  batched engine's collection, ``core.rollout.collect_together``), or None;
 - ``env_action(actions)``: what the environment receives (e.g. clipped to its bounds);
 - ``observe(obs)``: update input-normalisation statistics (a no-op if it has none).
 

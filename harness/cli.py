@@ -24,8 +24,8 @@ USAGE = """usage: ./run_all.sh [key=value ...]
   seeds=3 steps=1000000   override the scale's seeds and steps per run
   jobs=2                  processes in parallel (default: cores; executor=ray: the cluster's CPUs)
   batch_runs=8            runs trained together in one process as one stacked model (seeds and
-                          numeric settings of one algorithm and environment; default: such runs
-                          split evenly over the jobs, at most 16 a process); 1: one run per process
+                          numeric settings of one algorithm and environment; default: up to 16 a
+                          process, split as the time estimate says is fastest); 1: one run per process
   threads=1               torch threads per process (default: cores / processes in parallel, so
                           one each when they fill the machine; executor=ray: 1)
   executor=local|ray      local processes (default) or one Ray task per process
