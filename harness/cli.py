@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness.config import (ConfigError, estimated_minutes, parse_sweep, plan_batches, plan_runs, split_args,
                             threads_per_run)
+from harness.executor import RUNNING_ELSEWHERE
 from core.results import ResultsDirError, check_results_dir, done_problem, is_done, read_run_json
 
 USAGE = """usage: ./run_all.sh [key=value ...]
@@ -75,16 +76,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     _print_plan(sweep, runs, todo, units)
-    if todo and sweep.executor == "ray":
-        from harness.ray_executor import run_ray
-        results = run_ray(todo, address=sweep.ray_address, jobs=sweep.jobs if "jobs" in top else None,
-                          shared=sweep.ray_shared, num_gpus=sweep.ray_num_gpus, batches=units)
-    elif todo:
-        from harness.executor import run_local
-        results = run_local(todo, min(sweep.jobs, len(units)), batches=units)
+    if todo:
+        # the sweep's wall time, piece by piece when it is killed and resumed (bench/sweep_wall_time.py)
+        from harness.sweeplog import SweepLog
+        with SweepLog(results_root, sweep.suite, argv, [r.run_id for r in runs], len(todo)) as log:
+            if sweep.executor == "ray":
+                from harness.ray_executor import run_ray
+                results = run_ray(todo, address=sweep.ray_address, jobs=sweep.jobs if "jobs" in top else None,
+                                  shared=sweep.ray_shared, num_gpus=sweep.ray_num_gpus, batches=units)
+            else:
+                from harness.executor import run_local
+                results = run_local(todo, min(sweep.jobs, len(units)), batches=units)
+            log.exit_code = 1 if any(r["status"] not in ("done", RUNNING_ELSEWHERE) for r in results) else 0
     else:
         results = []
-    from harness.executor import RUNNING_ELSEWHERE
     failed = [r for r in results if r["status"] not in ("done", RUNNING_ELSEWHERE)]
     elsewhere = [r for r in results if r["status"] == RUNNING_ELSEWHERE]
     from harness.summary import summary_table

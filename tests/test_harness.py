@@ -20,6 +20,7 @@ from harness import cli
 from harness.config import ConfigError, parse_sweep, plan_runs
 from core.envs import ListVecEnv
 from harness.executor import run_local
+from harness.sweeplog import SweepLog, plan_id, sweep_segments
 from core.results import EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, is_done, read_run_json
 from core.rollout import GroupCollector, HorizonCollector
 from harness.train import train
@@ -445,6 +446,32 @@ def test_rerun_skips_done_runs(tmp_path, capsys):
     assert "1 already done, 0 to run" in second
     assert {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir()} == stamps
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == contents
+    # the first invocation recorded its wall time; the second had nothing to run and recorded none
+    (segment,) = sweep_segments(tmp_path, "mujoco")
+    assert segment["plan_id"] == plan_id(["mujoco/InvertedPendulum-v5/ppo_clip+clip_eps=0.1+num_epochs=2+num_steps=256/seed0"])
+    assert segment["exit_code"] == 0 and not segment["killed"] and segment["runs_todo"] == 1
+    assert 0 <= segment["seconds"] < 600
+
+
+def test_sweep_log_heartbeats_and_sums_the_pieces_of_a_killed_sweep(tmp_path):
+    log = SweepLog(tmp_path, "mujoco", ["suite=mujoco"], ["b", "a"], 2, heartbeat=0.05)
+    with log:
+        first = json.loads(log.path.read_text())
+        assert first["end"] is None and first["plan_id"] == plan_id(["a", "b"])
+        time.sleep(1.2)     # whole seconds are recorded: the heartbeat must have moved last_seen
+        beat = json.loads(log.path.read_text())
+        assert beat["last_seen"] > first["start"] and beat["end"] is None
+        log.exit_code = 0
+    done = json.loads(log.path.read_text())
+    assert done["end"] is not None and done["exit_code"] == 0
+    # a piece killed mid-run (no end) counts up to its last heartbeat; other plans are not mixed in
+    killed = {**done, "start": "2026-01-01T00:00:00+00:00", "last_seen": "2026-01-01T00:10:00+00:00", "end": None}
+    (log.path.parent / "0-killed.json").write_text(json.dumps(killed))
+    other = {**killed, "plan_id": "another"}
+    (log.path.parent / "1-other.json").write_text(json.dumps(other))
+    pieces = sweep_segments(tmp_path, "mujoco", plan_id(["a", "b"]))
+    assert [p["killed"] for p in pieces] == [True, False]
+    assert pieces[0]["seconds"] == 600.0
 
 
 def test_collection_policy_follows_the_weights_without_obs_norm():
