@@ -100,3 +100,71 @@ def atari_game(env_id: str) -> str | None:
     """The paper's game name for an environment id (``Pong-v5``, ``ALE/Pong-v5``, ``ALE_Pong-v5``,
     ``PongNoFrameskip-v4``, ``pong``), or None if it is not one of the 49."""
     return _game_index().get(_game_key(env_id))
+
+
+# ---------------------------------------------------------------------------------------
+# beside the paper's MuJoCo experiments (analysis/paper.py)
+
+# CleanRL ppo_continuous_action.py, gymnasium MuJoCo v4, 1M steps, 3 seeds: the mean return of the
+# last 100 training episodes, then mean ± std over seeds (Open RL Benchmark). Keyed by the
+# environment's base name (no version): the runs compared against it are -v5.
+CLEANRL_PPO_SOURCE = ("CleanRL ppo_continuous_action.py, gymnasium/MuJoCo v4, 1M steps, 3 seeds, mean of the last "
+                      "100 episodes then mean ± std over seeds (Open RL Benchmark); shared/reference/README.md, "
+                      "\"Published PPO results on MuJoCo at 1M steps\"")
+CLEANRL_PPO: dict[str, tuple[float, float]] = {
+    "HalfCheetah": (1442.64, 46.03),
+    "Hopper": (2382.86, 271.74),
+    "Walker2d": (2287.95, 571.78),
+    "InvertedPendulum": (963.09, 22.20),
+}
+
+
+def env_base(env_id: str) -> str:
+    """``"Hopper-v5"`` -> ``"Hopper"`` (the version suffix dropped)."""
+    return re.sub(r"-v\d+$", "", env_id.strip())
+
+
+def cleanrl_ppo(env_id: str) -> tuple[float, float] | None:
+    """CleanRL's published PPO (mean, std over seeds) for an environment id of any version, or None."""
+    return CLEANRL_PPO.get(env_base(env_id))
+
+
+# §6.2 of the paper, on Figure 3 (the figure itself is a plot only; no numbers are published).
+FIGURE3_CLAIM = "outperforms the previous methods on almost all the continuous control environments"
+FIGURE3_SOURCE = f"{PAPER}, §6.2 (Figure 3: MuJoCo, 1M timesteps)"
+# Figure 3's algorithms that pg-arena also has -> its label here. The paper's "Vanilla PG, Adaptive"
+# (policy gradient with an adaptive step size) is not the same algorithm as pg-arena's reinforce
+# (REINFORCE with a learned value baseline, fixed Adam step size); it is the nearest one here.
+FIGURE3_SHARED = {"PPO (Clip)": "ppo_clip", "TRPO": "trpo", "Vanilla PG, Adaptive": "reinforce"}
+
+# The learning-rate / clipping schedule of the code released with the paper: openai/baselines
+# da99706 (2017-07-20, "ppo and trpo"), baselines/pposgd/run_mujoco.py calls pposgd_simple.learn
+# without a schedule, whose default is schedule='constant' (Adam 3e-4 and epsilon 0.2 for the whole
+# run). From d9f194f (2017-08-27) on, baselines/ppo1/run_mujoco.py passes schedule='linear', which
+# multiplies both the Adam stepsize and clip_param by 1 - t/T (pposgd_simple.py: "clip_param =
+# clip_param * lrmult"). shared/reference/README.md: "the code released with the paper uses ... a
+# constant learning rate".
+RELEASED_CODE_SCHEDULE = {"lr_anneal": False, "clip_anneal": False}
+RELEASED_CODE_SOURCE = ("openai/baselines da99706 (2017-07-20), baselines/pposgd/run_mujoco.py: no schedule "
+                        "argument, pposgd_simple.learn's default schedule='constant'")
+LATER_BASELINES_SCHEDULE = {"lr_anneal": True, "clip_anneal": True}
+LATER_BASELINES_SOURCE = ("openai/baselines d9f194f (2017-08-27) and later, baselines/ppo1/run_mujoco.py: "
+                          "schedule='linear' (Adam stepsize and clip_param both scaled by 1 - t/T)")
+
+# The paper's MuJoCo environments were gym's -v1 (mujoco-py < 1.50, i.e. MuJoCo 1.31); pg-arena runs
+# gymnasium's -v5 (mujoco >= 2.3.3 bindings). What changed on the way that touches the dynamics,
+# the reward or the observation, per environment (gymnasium 1.4.0, gymnasium/envs/mujoco/<env>_v5.py,
+# "Version History"; v2 moved every environment to mujoco-py >= 1.50, v4 to the mujoco bindings).
+MUJOCO_VERSION_SOURCE = "gymnasium 1.4.0, gymnasium/envs/mujoco/<env>_v5.py, \"Version History\""
+MUJOCO_V5_CHANGES: dict[str, str] = {
+    "HalfCheetah": "no change to dynamics or reward beyond the simulator (v5 renames info keys only)",
+    "Hopper": "v5: the healthy reward (1 per step) is paid only while healthy (v1-v4 paid it on every step)",
+    "Walker2d": ("v5: both feet have friction 1.9 (v2-v4: left 1.9, right 0.9), so the right foot slides less; "
+                 "the healthy reward is paid only while healthy"),
+    "InvertedPendulum": "v5: the per-step reward of 1 is paid only while the pole is up (not on the terminal step)",
+    "InvertedDoublePendulum": ("v5: the healthy reward is paid only while healthy; the always-zero constraint "
+                               "forces were removed from the observation"),
+    "Reacher": ("v5: the distance reward is computed after the physics step (before it, up to v4); the always-zero "
+                "fingertip z was removed from the observation"),
+    "Swimmer": "no change to dynamics or reward beyond the simulator (v5 adds options and renames info keys)",
+}

@@ -18,15 +18,8 @@ sys.path.insert(0, str(ROOT))
 
 from core.results import is_done  # noqa: E402
 from harness.summary import final_return  # noqa: E402
-
-# CleanRL ppo_continuous_action.py, MuJoCo v4, 1M steps, 3 seeds (Open RL Benchmark);
-# source: shared/reference/README.md, "Published PPO results on MuJoCo at 1M steps".
-CLEANRL_PPO = {
-    "HalfCheetah-v5": (1442.64, 46.03),
-    "Hopper-v5": (2382.86, 271.74),
-    "Walker2d-v5": (2287.95, 571.78),
-    "InvertedPendulum-v5": (963.09, 22.20),
-}
+# CleanRL's published PPO numbers live once, with their source, in analysis/reference.py.
+from analysis.reference import cleanrl_ppo  # noqa: E402
 
 
 def main() -> None:
@@ -48,7 +41,7 @@ def main() -> None:
                 continue
             mean = statistics.mean(scores)
             sd = statistics.stdev(scores) if len(scores) > 1 else float("nan")
-            ref = CLEANRL_PPO.get(env_dir.name)
+            ref = cleanrl_ppo(env_dir.name)
             ref_text = f"{ref[0]:.0f} ± {ref[1]:.0f}" if ref else "-"
             met = ("yes" if mean >= ref[0] - ref[1] else "no") if ref and algo_dir.name.startswith("ppo_clip") else ""
             per_seed = ", ".join(f"{s:.0f}" for s in scores)
