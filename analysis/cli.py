@@ -1,6 +1,8 @@
 """``./run_all.sh report ...`` (dispatched here by ``harness.cli``).
 
-    report  [suite=mujoco] [results_dir=results] [steps=N] [reps=2000]
+    report  [suite=mujoco] [results_dir=results] [steps=N] [reps=2000] [out_dir=DIR]
+            [save_archive=DIR]      also write the compact archive the report is rendered from
+    report  archive=DIR [out_dir=DIR] [reps=2000]   the report again, from an archive alone
 
 Exit codes: 0 (written); 2 on bad input (one line on stderr; nothing stored is deleted or
 overwritten).
@@ -21,14 +23,23 @@ from analysis.load import AnalysisError
 from core.options import parse_key_values
 
 USAGE = {
-    "report": """usage: ./run_all.sh report [suite=mujoco] [results_dir=results] [steps=N] [reps=2000]
+    "report": """usage: ./run_all.sh report [suite=mujoco] [results_dir=results] [steps=N] [reps=2000] [out_dir=DIR]
+                           [save_archive=DIR]
+       ./run_all.sh report archive=DIR [out_dir=DIR] [reps=2000]
 
   Tables (the paper's, with 95% bootstrap CIs), figures and an HTML + Markdown report per suite,
-  written to <results_dir>/reports/<suite>/index.html and report.md. Without suite=, every suite
-  with results. steps= picks one budget when a suite holds runs of several.""",
+  written to <results_dir>/reports/<suite>/index.html and report.md (or out_dir=). Without suite=,
+  every suite with results. steps= picks one budget when a suite holds runs of several.
+
+  save_archive=DIR (one suite) also writes what the report reads -- each run's config, versions,
+  scores and learning curve -- as a compact archive (a few MB for hundreds of runs), and renders
+  the report from it. archive=DIR renders that report again from the archive alone, on any
+  machine, with the same numbers (default out_dir: the archive's parent folder), e.g.
+      ./run_all.sh report archive=docs/paper_mujoco/archive""",
 }
 KEYS = {
-    "report": {"suite": str, "results_dir": str, "steps": int, "reps": int},
+    "report": {"suite": str, "results_dir": str, "steps": int, "reps": int, "out_dir": str,
+               "archive": str, "save_archive": str},
 }
 
 
@@ -60,11 +71,44 @@ def main(argv: list[str]) -> int:
         return 130
 
 
+def _print_report(report, suite: str) -> None:
+    for note in dict.fromkeys(report.notes):
+        print(f"warning: {note}", file=sys.stderr)
+    for failure in report.failures:
+        print(f"error: report section failed: {failure}", file=sys.stderr)
+    print(f"report ({suite}): {report.path.resolve()}")
+    print(f"{' ' * len(f'report ({suite}): ')}{report.path.with_name('report.md').resolve()}")
+
+
+def _report_archive(args: dict) -> int:
+    """``archive=DIR``: the report from an archive alone."""
+    from pathlib import Path
+    from analysis.archive import archive_suite, load_archive
+    from analysis.report import build_report
+    from analysis.stats import DEFAULT_REPS
+    clash = [k for k in ("results_dir", "steps", "save_archive") if k in args]
+    if clash:
+        raise AnalysisError(f"archive= renders from the archive alone; drop {', '.join(k + '=' for k in clash)}")
+    archive = Path(args["archive"])
+    suite = archive_suite(archive)
+    if "suite" in args and args["suite"] != suite:
+        raise AnalysisError(f"archive {archive} holds suite {suite}, not {args['suite']}")
+    summary = load_archive(archive)
+    out = Path(args.get("out_dir", archive.resolve().parent))
+    report = build_report(archive, suite, reps=args.get("reps", DEFAULT_REPS), out_dir=out, summary=summary)
+    _print_report(report, suite)
+    return 0
+
+
 def _report(args: dict) -> int:
     from analysis.load import load_results
     from analysis.report import build_report, report_suites
     from analysis.stats import DEFAULT_REPS
+    if "archive" in args:
+        return _report_archive(args)
     results_dir = args.get("results_dir", "results")
+    if "save_archive" in args and "suite" not in args:
+        raise AnalysisError("save_archive= writes one suite's archive: add suite=<name>")
     suites = [args["suite"]] if "suite" in args else report_suites(results_dir)
     if not suites:
         # distinguish a missing folder from an empty one
@@ -78,13 +122,21 @@ def _report(args: dict) -> int:
                 print(f"warning: suite {suite}: no completed runs; no report", file=sys.stderr)
                 continue
         made += 1
-        report = build_report(results_dir, suite, reps=args.get("reps", DEFAULT_REPS), steps=args.get("steps"))
-        for note in dict.fromkeys(report.notes):
-            print(f"warning: {note}", file=sys.stderr)
-        for failure in report.failures:
-            print(f"error: report section failed: {failure}", file=sys.stderr)
-        print(f"report ({suite}): {report.path.resolve()}")
-        print(f"{' ' * len(f'report ({suite}): ')}{report.path.with_name('report.md').resolve()}")
+        summary = None
+        if "save_archive" in args:   # write the archive, then render from it: the two cannot differ
+            from analysis.archive import load_archive, write_archive
+            from analysis.report import summarized_results
+            path = write_archive(summarized_results(results_dir, suite, args.get("steps")), suite,
+                                 args["save_archive"])
+            summary = load_archive(path)
+            print(f"archive ({suite}): {path.resolve()}")
+        out_dir = args.get("out_dir")
+        if out_dir is not None and len(suites) > 1:
+            from pathlib import Path
+            out_dir = Path(out_dir) / suite
+        report = build_report(results_dir, suite, reps=args.get("reps", DEFAULT_REPS), steps=args.get("steps"),
+                              out_dir=out_dir, summary=summary)
+        _print_report(report, suite)
     if not made:
         raise AnalysisError(f"no completed runs under {results_dir}")
     return 0

@@ -42,7 +42,9 @@ class Figure:
             self.png = buf.getvalue()
             _atomic(folder / f"{self.name}.png", self.png)
             buf = io.BytesIO()
-            self.figure.savefig(buf, format="svg", bbox_inches="tight")
+            # no date and fixed element ids: the same figure gives the same bytes (committed reports diff cleanly)
+            with matplotlib.rc_context({"svg.hashsalt": "pg-arena"}):
+                self.figure.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
             _atomic(folder / f"{self.name}.svg", buf.getvalue())
 
     def data_uri(self) -> str:

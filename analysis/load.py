@@ -59,6 +59,13 @@ class Results:
     frame: pd.DataFrame                 # tidy rows of the runs analysed (done, selected budget)
     warnings: list[str] = field(default_factory=list)
     budgets: dict[str, int] = field(default_factory=dict)   # suite -> steps analysed
+    # What a report reads, reduced from ``frame`` by ``analysis.archive.summarize`` (or read back
+    # from an archive): run scores by kind (``run_scores``' rows) and episode-return curves on a
+    # fixed step grid (``figures.run_curves``' rows). Empty until summarised.
+    scores: dict[str, pd.DataFrame] = field(default_factory=dict)
+    curves: pd.DataFrame | None = None
+    source: str | None = None           # what the rows came from, when not the folder ``root``
+    sweeps: list[dict] = field(default_factory=list)   # the sweeps' wall-time records (core/sweeplog.py)
 
     @property
     def analysed(self) -> pd.DataFrame:

@@ -78,10 +78,11 @@ def render_report(results_dir: str | Path, suite: str, reps: int = stats.DEFAULT
     return build_report(results_dir, suite, reps, steps, out_dir, measure_random).path
 
 
-def build_report(results_dir: str | Path, suite: str, reps: int = stats.DEFAULT_REPS, steps: int | None = None,
-                 out_dir: str | Path | None = None, measure_random: Callable[[str], dict] | None = None) -> "Report":
-    """``render_report``, returning the ``Report`` (its ``path``, ``notes``, ``failures``, ``csv`` tables)."""
+def summarized_results(results_dir: str | Path, suite: str, steps: int | None = None) -> Results:
+    """The runs of ``suite`` under ``results_dir``, loaded and reduced to what a report reads
+    (``analysis.archive.summarize``)."""
     import warnings as _warnings
+    from analysis.archive import summarize
     from analysis.load import ResultsWarning
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore", ResultsWarning)     # they are listed in the report instead
@@ -89,8 +90,19 @@ def build_report(results_dir: str | Path, suite: str, reps: int = stats.DEFAULT_
         sources = (("episodes.csv", "evals.csv", "metrics.csv") if scoring(suite)["score"] == "final_eval"
                    else ("episodes.csv",))
         results = load_results(results_dir, suite, steps=steps, sources=sources)
+        if suite not in results.budgets:
+            raise AnalysisError(f"no completed runs of suite {suite} in {results_dir}")
+        return summarize(results, suite)
+
+
+def build_report(results_dir: str | Path, suite: str, reps: int = stats.DEFAULT_REPS, steps: int | None = None,
+                 out_dir: str | Path | None = None, measure_random: Callable[[str], dict] | None = None,
+                 summary: Results | None = None) -> "Report":
+    """``render_report``, returning the ``Report`` (its ``path``, ``notes``, ``failures``, ``csv`` tables).
+    ``summary``: render from these summarised results (an archive's) instead of reading ``results_dir``."""
+    results = summary if summary is not None else summarized_results(results_dir, suite, steps)
     if suite not in results.budgets:
-        raise AnalysisError(f"no completed runs of suite {suite} in {results_dir}")
+        raise AnalysisError(f"no completed runs of suite {suite} in {results.source or results_dir}")
     out = Path(out_dir) if out_dir is not None else Path(results_dir) / REPORTS_DIR / suite
     report = Report(suite, results, out, reps)
     report.notes += results.warnings
@@ -116,17 +128,19 @@ def _curve_sections(report: Report, metric: str = "episode_return", ylabel: str 
     results, suite = report.results, report.suite
 
     def build(sec: Section) -> None:
-        rows = results.metric(metric)
-        rows = rows[rows["suite"] == suite]
-        if rows.empty:
-            return
-        steps = report.results.budgets[suite]
-        if metric == "episode_return":
-            curves = figs.run_curves(rows, steps)
+        if metric == "episode_return":     # summarised: the curves on the report's step grid
+            curves = results.curves
+            if curves is None or curves.empty:
+                return
+            curves = curves[curves["suite"] == suite]
             cap = caption or (f"Mean over seeds of each run's running mean of its last 100 training episode returns "
                               f"(the paper's score, read at {figs.CURVE_POINTS} points); shaded: 95% bootstrap "
                               f"interval over seeds ({stats.BOOTSTRAP_SEED} seed).")
         else:
+            rows = results.metric(metric)
+            rows = rows[rows["suite"] == suite]
+            if rows.empty:
+                return
             curves = rows.rename(columns={})[["suite", "env", "algo", "variant", "label", "seed", "step", "value"]]
             cap = caption or "Mean over seeds of the evaluation score; shaded: 95% bootstrap interval over seeds."
         curves = curves.astype({"label": str, "env": str})
@@ -404,6 +418,8 @@ def _runs_section(report: Report, sec: Section) -> None:
             continue
         sec.parts.append(("details", f"Resolved configuration of {algo}",
                           Table(f"algo_cfg of {algo}", ["option", *labels], rows, anchor=f"config-{algo}")))
+    if report.results.sweeps:
+        sec.parts.append(_sweeps_table(report.results.sweeps))
     versions = [v for v in analysed["versions"] if isinstance(v, dict)]
     rows = [[pkg, _distinct(v.get(pkg) for v in versions if pkg in v)] for pkg in sorted({k for v in versions for k in v})]
     rows.append(["git commit", _distinct(analysed["git_commit"].fillna("unknown"))])
@@ -411,6 +427,25 @@ def _runs_section(report: Report, sec: Section) -> None:
     start, end = analysed["start_time"].dropna(), analysed["end_time"].dropna()
     rows.append(["runs made", f"{start.min()} → {end.max()}" if len(start) and len(end) else "unknown"])
     sec.parts.append(Table("Versions", ["package", "version"], rows, anchor="versions"))
+
+
+def _sweeps_table(pieces: list[dict]) -> Table:
+    """The wall time of each sweep that made these runs, summed over the pieces it ran in (a sweep
+    killed and resumed by the same command is one plan)."""
+    plans: dict[str, list[dict]] = {}
+    for piece in pieces:
+        plans.setdefault(piece["plan_id"], []).append(piece)
+    rows = []
+    for group in plans.values():
+        group = sorted(group, key=lambda p: p["start"])
+        minutes = sum(p["seconds"] for p in group) / 60
+        killed = sum(bool(p["killed"]) for p in group)
+        rows.append(["./run_all.sh " + " ".join(group[-1]["command"]), str(group[-1]["runs_planned"]),
+                     f"{len(group)}" + (f" ({killed} killed)" if killed else ""), f"{minutes:.0f}",
+                     f"{group[0]['start']} → {group[-1].get('end') or group[-1]['last_seen']}"])
+    return Table("Sweeps and their wall time (pieces: invocations of the same command, each resuming from the "
+                 "runs' checkpoints; a killed piece counts to its last heartbeat)",
+                 ["command", "runs", "pieces", "wall minutes", "from → to"], rows, anchor="sweeps", numeric={1, 3})
 
 
 # ---------------------------------------------------------------------------------------
@@ -479,7 +514,7 @@ def _write(report: Report) -> Path:
     results, suite = report.results, report.suite
     analysed = results.analysed[results.analysed["suite"] == suite]
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    meta = [("suite", suite), ("generated", now), ("results", str(Path(results.root).resolve())),
+    meta = [("suite", suite), ("generated", now), ("results", results.source or str(Path(results.root).resolve())),
             ("budget", f"{results.budgets[suite]:,} steps"), ("settings", str(analysed["label"].nunique())),
             ("environments", str(analysed["env"].nunique())), ("runs analysed", str(len(analysed))),
             ("seeds", ",".join(map(str, sorted(analysed["seed"].unique()))))]

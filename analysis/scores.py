@@ -52,7 +52,11 @@ def run_scores(results: Results, kind: str = "last100", suite: str | None = None
 
     ``kind``: ``last100`` (mean of the last 100 training episode returns; all of them if fewer),
     ``all`` (mean over every training episode), ``final_eval`` (last ``eval_return_mean``).
-    Runs without a single episode / evaluation get no row (and are named in ``results.warnings``)."""
+    Runs without a single episode / evaluation get no row (and are named in ``results.warnings``).
+    Summarised results (``analysis.archive``) return the scores they hold."""
+    if kind in results.scores:
+        out = results.scores[kind]
+        return (out if suite is None else out[out["suite"] == suite]).reset_index(drop=True)
     metric = "eval_return_mean" if kind == "final_eval" else "episode_return"
     rows = results.metric(metric)
     if suite is not None:

@@ -4,7 +4,7 @@
 
 Takes the sweep's own arguments (the ones given to ./run_all.sh), plans it as the command would, and
 reads the records every invocation of that plan left in <results_dir>/<suite>/sweeps/
-(harness/sweeplog.py): one line per piece (start, duration, runs to do, how it ended), the total,
+(core/sweeplog.py): one line per piece (start, duration, runs to do, how it ended), the total,
 and the planner's estimate for the whole sweep at the reference speed. A piece without an end was
 killed (or is still running): it counts up to its last heartbeat.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.config import estimated_minutes, parse_sweep, plan_batches, plan_runs, split_args  # noqa: E402
-from harness.sweeplog import plan_id, sweep_segments  # noqa: E402
+from core.sweeplog import plan_id, sweep_segments  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     print(f"sweep {' '.join(argv)}: {len(runs)} runs, plan {plan}; planned from nothing done: "
           f"~{estimated_minutes(sweep.suite, units, sweep.jobs):.0f} min at the reference speed")
     if not pieces:
-        print("no recorded pieces (sweeps record their wall time from harness/sweeplog.py on)")
+        print("no recorded pieces (sweeps record their wall time from core/sweeplog.py on)")
         return 1
     for p in pieces:
         ended = f"exit {p['exit_code']}" if not p["killed"] else "killed (or running): up to its last heartbeat"

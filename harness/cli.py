@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     _print_plan(sweep, runs, todo, units)
     if todo:
         # the sweep's wall time, piece by piece when it is killed and resumed (bench/sweep_wall_time.py)
-        from harness.sweeplog import SweepLog
+        from core.sweeplog import SweepLog
         with SweepLog(results_root, sweep.suite, argv, [r.run_id for r in runs], len(todo)) as log:
             if sweep.executor == "ray":
                 from harness.ray_executor import run_ray

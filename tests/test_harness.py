@@ -20,7 +20,7 @@ from harness import cli
 from harness.config import ConfigError, parse_sweep, plan_runs
 from core.envs import ListVecEnv
 from harness.executor import run_local
-from harness.sweeplog import SweepLog, plan_id, sweep_segments
+from core.sweeplog import SweepLog, plan_id, sweep_segments
 from core.results import EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, is_done, read_run_json
 from core.rollout import GroupCollector, HorizonCollector
 from harness.train import train

@@ -1,0 +1,196 @@
+"""What a report needs of a results folder, small enough to commit: ``summarize`` and the archive.
+
+A report never reads the raw training episodes directly: ``build_report`` first reduces the loaded
+results with ``summarize`` (each run's scores of every kind, its episode-return curve on the
+report's step grid) and renders from that summary alone. An archive is that summary on disk, so a
+report rendered from an archive equals the report rendered from the results it was made of, number
+for number, by construction (floats are written in their shortest round-trip form and read back
+exactly).
+
+Layout of an archive folder (``write_archive`` / ``load_archive``):
+
+- ``archive.json``: format, suite, the budget analysed, the notes (what was left out and why), the
+  results folder it was made from and when, the sweeps' wall-time records (``core/sweeplog.py``);
+- ``runs.jsonl.gz``: one line per run folder found (done or not): identity, status, resolved
+  config, package versions, git commit, host, start/end time, wall seconds;
+- ``scores.csv.gz``: each analysed run's score of every kind (``last100``, ``all``, ``final_eval``);
+- ``curves.csv.gz``: each analysed run's running mean of its last 100 episode returns at the
+  report's ``CURVE_POINTS`` steps;
+- ``frame.csv.gz``: the other tidy rows the report reads (evaluations and metrics of the suites
+  whose report uses them; none for MuJoCo);
+- ``<suite>/random_scores.json``: the random-policy scores the normalisation used.
+
+The gzip streams carry no timestamp, so the same summary gives the same bytes.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import FRAME_COLUMNS, RUN_KEYS, AnalysisError, Results
+from analysis.scores import RANDOM_CACHE, run_scores
+
+ARCHIVE_FORMAT = 1
+ARCHIVE_FILE = "archive.json"
+# reduced to scores and curves: the rows that make an archive large
+EPISODE_METRICS = ("episode_return", "episode_length")
+SCORE_KINDS = {"last100": "episode_return", "all": "episode_return", "final_eval": "eval_return_mean"}
+
+
+def _keys_as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """Run keys as plain str / int columns: the form they have after a round trip through CSV."""
+    frame = frame.copy()
+    for key in RUN_KEYS:
+        if key in frame:
+            frame[key] = frame[key].astype(int) if key == "seed" else frame[key].astype(str)
+    return frame
+
+
+def summarize(results: Results, suite: str) -> Results:
+    """``results`` of one suite reduced to what a report reads (see the module docstring)."""
+    from analysis.figures import run_curves
+    if results.scores:
+        return results          # already a summary (read from an archive)
+    have = set(results.frame["metric"].unique()) if len(results.frame) else set()
+    scores = {}
+    for kind, metric in SCORE_KINDS.items():
+        if metric in have:
+            scores[kind] = _keys_as_text(run_scores(results, kind, suite))
+    episodes = results.metric("episode_return")
+    episodes = episodes[episodes["suite"] == suite]
+    steps = results.budgets.get(suite)
+    curves = _keys_as_text(run_curves(episodes, steps)) if steps and len(episodes) else None
+    frame = results.frame[(results.frame["suite"] == suite) & ~results.frame["metric"].isin(EPISODE_METRICS)]
+    runs = results.runs[results.runs["suite"] == suite].reset_index(drop=True)
+    from core.sweeplog import sweep_segments
+    sweeps = [{k: v for k, v in piece.items() if k != "file"} for piece in sweep_segments(results.root, suite)]
+    return Results(root=results.root, runs=runs, frame=_keys_as_text(frame).reset_index(drop=True),
+                   warnings=list(results.warnings), budgets={suite: steps} if steps else {}, scores=scores,
+                   curves=curves, source=results.source, sweeps=sweeps)
+
+
+# ---------------------------------------------------------------------------------------
+# writing and reading
+
+def _gzip_bytes(data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="") as f:
+        f.write(data)
+    return buf.getvalue()
+
+
+def _write(path: Path, data: bytes) -> None:
+    from core.results import atomic_write_bytes
+    atomic_write_bytes(path, _gzip_bytes(data) if path.suffix == ".gz" else data)
+
+
+def _json_value(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, float) and np.isnan(value):
+        return None
+    return value
+
+
+def write_archive(summary: Results, suite: str, path: str | Path) -> Path:
+    """Write the summary of ``suite`` to the folder ``path`` (created; files replaced atomically)."""
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    root = Path(summary.root)
+    runs = summary.runs[summary.runs["suite"] == suite]
+    lines = []
+    for row in runs.to_dict("records"):
+        row = {k: _json_value(v) for k, v in row.items()}
+        try:   # where the run was, relative to the results folder (absolute paths mean nothing elsewhere)
+            row["path"] = str(Path(row["path"]).relative_to(root))
+        except (ValueError, TypeError):
+            pass
+        lines.append(json.dumps(row, sort_keys=True))
+    _write(out / "runs.jsonl.gz", ("\n".join(lines) + "\n").encode())
+    scores = [frame.assign(kind=kind) for kind, frame in summary.scores.items()]
+    table = (pd.concat(scores, ignore_index=True) if scores
+             else pd.DataFrame(columns=["kind", *RUN_KEYS, "score", "episodes"]))
+    _write(out / "scores.csv.gz", table.to_csv(index=False).encode())
+    curves = summary.curves if summary.curves is not None else pd.DataFrame(columns=RUN_KEYS + ["step", "value"])
+    _write(out / "curves.csv.gz", curves.to_csv(index=False).encode())
+    frame = summary.frame[summary.frame["suite"] == suite] if len(summary.frame) else summary.frame
+    _write(out / "frame.csv.gz", frame[FRAME_COLUMNS].to_csv(index=False).encode())
+    random = root / suite / RANDOM_CACHE
+    if random.exists():
+        (out / suite).mkdir(exist_ok=True)
+        shutil.copyfile(random, out / suite / RANDOM_CACHE)
+    meta = {"format": ARCHIVE_FORMAT, "suite": suite, "budget": summary.budgets.get(suite),
+            "warnings": summary.warnings, "made_from": summary.source or str(root.resolve()),
+            "made": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "score_kinds": sorted(summary.scores), "sweeps": summary.sweeps}
+    _write(out / ARCHIVE_FILE, (json.dumps(meta, indent=1) + "\n").encode())
+    return out
+
+
+TEXT_COLUMNS = ("suite", "env", "algo", "variant", "label", "metric", "kind")
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    # round_trip: the shortest repr written above reads back to the same double; text columns keep
+    # "" (a run without a variant) as text, numeric columns read "" (NaN as written) as NaN
+    columns = pd.read_csv(path, nrows=0).columns
+    text = [c for c in columns if c in TEXT_COLUMNS]
+    frame = pd.read_csv(path, float_precision="round_trip", dtype={c: str for c in text}, keep_default_na=False,
+                        na_values={c: [""] for c in columns if c not in text})
+    return _keys_as_text(frame) if len(frame) else frame
+
+
+def load_archive(path: str | Path) -> Results:
+    """The summary stored in the archive folder ``path``; its ``root`` is that folder (where the
+    random-policy scores are), its ``source`` names the archive."""
+    root = Path(path)
+    meta_path = root / ARCHIVE_FILE
+    if not meta_path.is_file():
+        raise AnalysisError(f"{root} is not a pg-arena archive (no {ARCHIVE_FILE}; write one with "
+                            f"./run_all.sh report save_archive=<folder>)")
+    try:
+        meta = json.loads(meta_path.read_text())
+        if meta.get("format") != ARCHIVE_FORMAT:
+            raise AnalysisError(f"archive {root} has format {meta.get('format')!r}; this pg-arena reads "
+                                f"format {ARCHIVE_FORMAT}")
+        with gzip.open(root / "runs.jsonl.gz", "rt") as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        scores_table = _read_csv(root / "scores.csv.gz")
+        curves = _read_csv(root / "curves.csv.gz")
+        frame = _read_csv(root / "frame.csv.gz")
+    except (OSError, ValueError, KeyError) as exc:
+        raise AnalysisError(f"archive {root} is unreadable: {type(exc).__name__}: {exc}") from None
+    runs = pd.DataFrame(rows)
+    for column in ("analysed", "done"):
+        runs[column] = runs[column].astype(bool)
+    runs["seed"] = runs["seed"].astype(int)
+    runs["path"] = [str(root / p) for p in runs["path"]]
+    scores = {kind: part.drop(columns="kind").reset_index(drop=True)
+              for kind, part in scores_table.groupby("kind", sort=False)} if len(scores_table) else {}
+    if len(frame):
+        frame["step"] = frame["step"].astype(np.int64)
+    else:
+        frame = pd.DataFrame({c: pd.Series(dtype=float if c == "value" else object) for c in FRAME_COLUMNS})
+    budget = meta.get("budget")
+    return Results(root=root, runs=runs, frame=frame, warnings=list(meta.get("warnings", [])),
+                   budgets={meta["suite"]: int(budget)} if budget else {}, scores=scores,
+                   curves=curves if len(curves) else None, sweeps=list(meta.get("sweeps", [])),
+                   source=f"archive {root} (made {meta.get('made')} from {meta.get('made_from')})")
+
+
+def archive_suite(path: str | Path) -> str:
+    """The suite an archive holds (for ``./run_all.sh report archive=...``)."""
+    meta_path = Path(path) / ARCHIVE_FILE
+    try:
+        return json.loads(meta_path.read_text())["suite"]
+    except (OSError, ValueError, KeyError):
+        raise AnalysisError(f"{path} is not a pg-arena archive (no readable {ARCHIVE_FILE})") from None

@@ -1,0 +1,137 @@
+"""The compact archive: a report rendered from it equals the report rendered from the results."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.archive import load_archive, summarize, write_archive
+from analysis.load import load_results
+from analysis.report import build_report, summarized_results
+from analysis.synthetic import write_random_cache, write_run, write_setting
+from harness.cli import main as harness_main
+
+REPS = 200
+ENVS = {"Hopper-v5": 1000.0, "Swimmer-v5": 40.0, "InvertedPendulum-v5": 900.0}
+RANDOM = {"Hopper-v5": 20.0, "Swimmer-v5": 0.0, "InvertedPendulum-v5": 5.0}
+COMMITTED = Path(__file__).resolve().parent.parent / "docs" / "paper_mujoco" / "archive"
+
+
+def _results(root: Path) -> Path:
+    for k, (label, scale) in enumerate([("ppo_clip", 1.0), ("ppo_clip+clip_eps=0.1", 0.9),
+                                        ("ppo_kl+adaptive=false+kl_coef=0.0", 0.3), ("trpo", 0.8)]):
+        # irrational-looking returns: a float that did not round-trip would show
+        write_setting(root, label, {env: m * scale + np.pi for env, m in ENVS.items()}, seeds=3, spread=7.3,
+                      rng_seed=k)
+    write_run(root, "Hopper-v5", "reinforce", 0, [1.0] * 3, status="failed")   # listed, not analysed
+    write_random_cache(root, RANDOM)
+    # the sweep that made them, in two pieces: one killed after 10 minutes, one that ended
+    sweeps = root / "mujoco" / "sweeps"
+    sweeps.mkdir()
+    piece = {"plan_id": "p1", "command": ["suite=mujoco", "grid=table1"], "runs_planned": 36, "runs_todo": 36,
+             "start": "2026-01-01T00:00:00+00:00", "last_seen": "2026-01-01T00:10:00+00:00", "end": None,
+             "exit_code": None}
+    (sweeps / "a.json").write_text(json.dumps(piece))
+    (sweeps / "b.json").write_text(json.dumps({**piece, "start": "2026-01-02T00:00:00+00:00", "runs_todo": 30,
+                                               "last_seen": "2026-01-02T00:50:00+00:00",
+                                               "end": "2026-01-02T00:50:00+00:00", "exit_code": 0}))
+    return root
+
+
+def _tables(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.suffix in (".csv", ".png", ".svg")}
+
+
+def _body(md: Path) -> list[str]:
+    """report.md without its first meta line (generation time and source differ by design)."""
+    return [line for line in md.read_text().splitlines() if "**generated:**" not in line]
+
+
+def test_report_from_archive_equals_report_from_results(tmp_path, capsys):
+    root = _results(tmp_path / "results")
+    direct, via = tmp_path / "direct", tmp_path / "via"
+    assert harness_main(["report", "suite=mujoco", f"results_dir={root}", f"reps={REPS}", f"out_dir={direct}"]) == 0
+    archive = tmp_path / "docs" / "archive"
+    assert harness_main(["report", "suite=mujoco", f"results_dir={root}", f"reps={REPS}", f"out_dir={tmp_path / 'saved'}",
+                         f"save_archive={archive}"]) == 0
+    # from the archive alone: the results folder is gone
+    import shutil
+    shutil.rmtree(root)
+    assert harness_main(["report", f"archive={archive}", f"reps={REPS}", f"out_dir={via}"]) == 0
+    capsys.readouterr()
+    a, b = _tables(direct), _tables(via)
+    assert set(a) == set(b) and {"table1.csv", "env_scores.csv", "learning_curves.png"} <= set(a)
+    assert [name for name in a if a[name] != b[name]] == []          # every table and figure, byte for byte
+    assert _body(direct / "report.md") == _body(via / "report.md")
+    md = (via / "report.md").read_text()
+    assert "archive " in md                                           # says where its numbers came from
+    # the sweep's wall time, summed over its pieces, travels with the archive
+    assert "| ./run_all.sh suite=mujoco grid=table1 | 36 | 2 (1 killed) | 60 |" in md
+    # the default output of archive=: the archive's parent folder
+    assert harness_main(["report", f"archive={archive}", f"reps={REPS}"]) == 0
+    assert (archive.parent / "report.md").exists()
+    assert _tables(archive.parent) == b
+
+
+def test_archive_round_trip_is_exact_and_small(tmp_path):
+    root = _results(tmp_path / "results")
+    summary = summarized_results(root, "mujoco")
+    path = write_archive(summary, "mujoco", tmp_path / "archive")
+    back = load_archive(path)
+    pd.testing.assert_frame_equal(back.scores["last100"], summary.scores["last100"], check_exact=True)
+    pd.testing.assert_frame_equal(back.curves, summary.curves, check_exact=True)
+    assert back.budgets == summary.budgets and back.warnings == summary.warnings
+    assert len(back.runs) == len(summary.runs) == 37 and back.runs["analysed"].sum() == 36
+    cfg = back.runs.set_index("run_id").loc["mujoco/Hopper-v5/ppo_clip/seed1"]
+    assert cfg["config"]["algo_cfg"]["clip_eps"] == 0.2 and isinstance(cfg["versions"], dict)
+    assert json.loads((path / "mujoco" / "random_scores.json").read_text())["Hopper-v5"]["score"] == 20.0
+    # the scores are the raw runs' own: the mean of each run's last 100 episode returns
+    raw = load_results(root, "mujoco", sources=("episodes.csv",)).metric("episode_return")
+    run = raw[(raw["label"] == "trpo") & (raw["env"] == "Swimmer-v5") & (raw["seed"] == 2)]
+    mine = back.scores["last100"].query("label == 'trpo' and env == 'Swimmer-v5' and seed == 2")["score"].item()
+    assert mine == float(np.mean(run["value"].to_numpy()[-100:]))
+    # the same summary writes the same bytes (no timestamps inside the gzip streams)
+    again = write_archive(summary, "mujoco", tmp_path / "again")
+    for name in ("runs.jsonl.gz", "scores.csv.gz", "curves.csv.gz", "frame.csv.gz"):
+        assert (path / name).read_bytes() == (again / name).read_bytes()
+    assert sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) < 60_000
+    with gzip.open(path / "curves.csv.gz", "rt") as f:
+        assert sum(1 for _ in f) == 36 * 100 + 1         # 100 points a run: what the figures read
+
+
+def test_bad_archive_input_is_one_line_and_exit_2(tmp_path, capsys):
+    assert harness_main(["report", f"archive={tmp_path}"]) == 2
+    assert "not a pg-arena archive" in capsys.readouterr().err
+    root = _results(tmp_path / "results")
+    assert harness_main(["report", f"results_dir={root}", f"save_archive={tmp_path / 'a'}"]) == 2
+    assert "suite=" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    summary = summarized_results(root, "mujoco")
+    write_archive(summary, "mujoco", tmp_path / "b")
+    assert harness_main(["report", f"archive={tmp_path / 'b'}", f"results_dir={root}"]) == 2
+    assert "drop results_dir=" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (COMMITTED / "archive.json").exists(), reason="no committed archive")
+def test_committed_archive_renders_a_sample(tmp_path):
+    """A small sample of the committed archive of the paper's runs: two environments, the
+    settings with runs on both, rendered; its per-environment table equals the scores it holds."""
+    full = load_archive(COMMITTED)
+    scores = full.scores["last100"]
+    envs = sorted(scores["env"].unique())[:2]
+    labels = [lab for lab, g in scores[scores["env"].isin(envs)].groupby("label") if g["env"].nunique() == 2][:4]
+    assert labels, "the committed archive has no setting on two environments"
+    keep = lambda f: f[f["env"].isin(envs) & f["label"].isin(labels)].reset_index(drop=True)   # noqa: E731
+    sample = type(full)(root=full.root, runs=keep(full.runs), frame=full.frame, warnings=[], budgets=full.budgets,
+                        scores={k: keep(v) for k, v in full.scores.items()}, curves=keep(full.curves),
+                        source=full.source)
+    report = build_report(COMMITTED, "mujoco", reps=REPS, out_dir=tmp_path, summary=sample)
+    assert report.failures == []
+    table = pd.read_csv(tmp_path / "env_scores.csv")
+    for r in table.itertuples():
+        runs = scores[(scores["label"] == r.label) & (scores["env"] == r.env)]["score"]
+        assert r.mean == pytest.approx(runs.mean(), rel=1e-12)
+    assert (tmp_path / "learning_curves.png").stat().st_size > 1000
