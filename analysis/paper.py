@@ -1,0 +1,851 @@
+"""pg-arena's MuJoCo results set beside the PPO paper (Schulman et al. 2017), point by point.
+
+Pure analysis of plain frames, so it works from stored results or from an archive:
+
+- ``scores``: one row per run, ``suite, env, algo, variant, label, seed, score`` (``score`` = mean
+  return of the run's last 100 training episodes; ``analysis.scores.run_scores``);
+- ``random``: environment -> the random policy's score (``analysis.scores.random_scores``);
+- ``table1_labels``: Table 1 setting name (``analysis.reference.TABLE1[i].name``) -> the label whose
+  runs are that setting, or None (``analysis.tables.table1_label``);
+- ``configs``: label -> resolved ``algo_cfg`` (for the annealing schedule).
+
+What it computes (each a DataFrame, then ``*_parts`` turns them into the report's paragraphs and
+``Table`` objects):
+
+1. ``table1_beside_paper``: each Table 1 setting's average normalised score (random 0, best of the
+   11 settings 1) with its 95% stratified-bootstrap CI, the paper's number, whether it lies inside.
+2. ``table1_rank_correlation``: Kendall's tau-b of the 11 settings against the paper's numbers, with
+   a bootstrap CI.
+3. ``table1_verdicts``: the paper's conclusions from Table 1, each holds / does not hold /
+   inconclusive with its CI evidence (``table1_differences``: every pairwise difference).
+4. ``figure3_ranking`` / ``figure3_claim``: the seven algorithms ranked per environment at the final
+   budget, against the paper's text claim on Figure 3 (a plot only: no number is read off it).
+5. ``cleanrl_table``: ppo_clip's final returns against CleanRL's published PPO.
+6. ``random_sensitivity``, ``annealing_table``, ``conditions_parts``: where the protocol differs
+   from the paper's and how much that matters, where it can be measured.
+
+Every bootstrap here is seeded (``analysis.stats.BOOTSTRAP_SEED``) so the same scores give the same
+numbers. The Table 1 comparisons share one joint bootstrap: each setting's runs are resampled within
+each environment (stratified, as rliable), independently of the other settings (different runs), and
+the per-environment normalisation constants are held fixed (as in the Table 1 CIs).
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from analysis import stats
+from analysis.load import order_labels, split_label
+from analysis.reference import (CLEANRL_PPO_SOURCE, FIGURE3_CLAIM, FIGURE3_SHARED, FIGURE3_SOURCE,
+                                LATER_BASELINES_SOURCE, MUJOCO_V5_CHANGES, MUJOCO_VERSION_SOURCE, PAPER,
+                                RELEASED_CODE_SCHEDULE, RELEASED_CODE_SOURCE, TABLE1, cleanrl_ppo, env_base)
+from analysis.scores import normalise_random_best, score_matrix
+from analysis.tables import Table, digits_for, fmt, fmt_ci
+
+HOLDS, FAILS, INCONCLUSIVE, UNMEASURED = "holds", "does not hold", "inconclusive", "not measured"
+SURE = 0.95            # "ranks first / last in >= 95% of the bootstrap resamples"
+
+# The Table 1 settings the conclusions name (analysis.reference.TABLE1 spells them as the paper does).
+NO_CLIP = "No clipping or penalty"
+CLIP_02 = "Clipping, ε = 0.2"
+CLIPPING = tuple(r.name for r in TABLE1 if r.name.startswith("Clipping"))
+ADAPTIVE = tuple(r.name for r in TABLE1 if r.name.startswith("Adaptive KL"))
+FIXED = tuple(r.name for r in TABLE1 if r.name.startswith("Fixed KL"))
+PAPER_SCORE = {r.name: r.paper for r in TABLE1}
+
+# §6.2: "Vanilla PG, Adaptive" is policy gradient with an adaptive step size; here reinforce is
+# REINFORCE with a learned value baseline and a fixed Adam step size: the nearest algorithm, not the same.
+REINFORCE_CAVEAT = ("the paper's \"Vanilla PG, Adaptive\" (policy gradient with an adaptive step size) is not "
+                    "the same algorithm as this suite's reinforce (REINFORCE with a learned value baseline, "
+                    "fixed Adam step size); it is the nearest one here")
+
+
+# ---------------------------------------------------------------------------------------
+# Table 1: normalisation, means, the joint bootstrap
+
+def _t1_labels(table1_labels: dict[str, str | None]) -> dict[str, str]:
+    """Setting -> label for the settings that were run, in the paper's order."""
+    return {r.name: table1_labels[r.name] for r in TABLE1 if isinstance(table1_labels.get(r.name), str)}
+
+
+def table1_normalised(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None]
+                      ) -> tuple[pd.DataFrame, pd.DataFrame, list[str], list[str]]:
+    """The paper's normalisation over the Table 1 settings only: per environment, random policy 0 and
+    the highest mean over seeds among the 11 settings' labels 1 (the report's other algorithms, however
+    high they score, change nothing here).
+
+    Returns (scores of the Table 1 labels with ``normalised`` and ``setting`` columns, constants
+    [env, random, best, best_label, best_setting], environments normalised, problems)."""
+    by_label = {lab: name for name, lab in _t1_labels(table1_labels).items()}
+    mine = scores[scores["label"].isin(list(by_label))]
+    normed, constants, problems = normalise_random_best(mine, random, labels=list(by_label))
+    normed = normed.assign(setting=normed["label"].map(by_label))
+    constants = constants.assign(best_setting=constants["best_label"].map(by_label))
+    envs = sorted(normed.loc[normed["normalised"].notna(), "env"].unique())
+    return normed, constants, envs, problems
+
+
+def _matrices(normed: pd.DataFrame, envs: list[str], table1_labels: dict[str, str | None]
+              ) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Setting -> seeds x envs matrix of normalised scores (seeds present on every environment)."""
+    out, notes = {}, []
+    if not envs:
+        return out, notes
+    for name, label in _t1_labels(table1_labels).items():
+        matrix, note = score_matrix(normed, label, envs, "normalised")
+        if note:
+            notes.append(note)
+        if matrix is not None:
+            out[name] = matrix
+    return out, notes
+
+
+def _joint_draws(matrices: dict[str, np.ndarray], reps: int, seed: int, expand: bool = False) -> dict[str, np.ndarray]:
+    """Setting -> [reps] bootstrap means: runs resampled within each environment, each setting from
+    its own generator (independent runs; the same draws whatever other settings are present).
+    ``expand``: the small-sample corrected draws (``stats.stratified_bootstrap_means``)."""
+    return {name: stats.stratified_bootstrap_means(m, reps, stats.label_rng(seed, "table1", name), expand)
+            for name, m in matrices.items()}
+
+
+def _t1_state(scores, random, table1_labels, reps, seed, expand=False):
+    normed, constants, envs, problems = table1_normalised(scores, random, table1_labels)
+    matrices, notes = _matrices(normed, envs, table1_labels)
+    points = {name: float(m.mean()) for name, m in matrices.items()}
+    draws = _joint_draws(matrices, reps, seed, expand)
+    return normed, constants, envs, problems + notes, matrices, points, draws
+
+
+def table1_beside_paper(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
+                        reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+    """One row per Table 1 setting, in the paper's order: ``setting, label, mean, low, high, runs, seeds,
+    paper, paper_in_ci, rank, paper_rank``. ``mean``: average normalised score over the seeds x
+    environments matrix (``table1_normalised``), 95% stratified-bootstrap CI from
+    ``analysis.stats.mean_estimate`` (rliable, ``reps`` resamples, ``seed``); NaN for a setting not run
+    or lacking an environment. ``rank``: 1 = highest mean here; ``paper_rank``: the same in the paper
+    (equal numbers share the lower rank)."""
+    normed, _, envs, _ = table1_normalised(scores, random, table1_labels)
+    matrices, _ = _matrices(normed, envs, table1_labels)
+    rows = []
+    for r in TABLE1:
+        label = table1_labels.get(r.name)
+        mean = low = high = np.nan
+        runs = seeds = 0
+        if r.name in matrices:
+            m = matrices[r.name]
+            mean, low, high = stats.mean_estimate(m, reps, seed)
+            runs, seeds = m.size, m.shape[0]
+        inside = bool(low <= r.paper <= high) if math.isfinite(mean) else None
+        rows.append({"setting": r.name, "label": label if isinstance(label, str) else None, "mean": mean,
+                     "low": low, "high": high, "runs": runs, "seeds": seeds, "paper": r.paper,
+                     "paper_in_ci": inside})
+    out = pd.DataFrame(rows, columns=["setting", "label", "mean", "low", "high", "runs", "seeds", "paper",
+                                      "paper_in_ci"])
+    out["rank"] = out["mean"].rank(ascending=False, method="min")
+    out["paper_rank"] = out["paper"].rank(ascending=False, method="min").where(out["mean"].notna())
+    return out
+
+
+def table1_rank_correlation(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
+                            reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+    """Kendall's tau-b between the settings' average normalised scores here and the paper's numbers
+    (the settings measured on every environment; the paper has one tie, 0.71 twice), with a 95%
+    percentile bootstrap CI: every setting's runs resampled within each environment, the means and
+    tau recomputed, ``reps`` times. One row: ``settings, tau, low, high, p_value, reps, seed``
+    (``p_value``: scipy's test of tau = 0, which treats both sets of means as exact)."""
+    *_, points, draws = _t1_state(scores, random, table1_labels, reps, seed)
+    names = [r.name for r in TABLE1 if r.name in points]
+    row = {"settings": len(names), "tau": np.nan, "low": np.nan, "high": np.nan, "p_value": np.nan,
+           "reps": reps, "seed": seed}
+    if len(names) >= 3:
+        ours = np.array([points[n] for n in names])
+        paper = np.array([PAPER_SCORE[n] for n in names])
+        row["tau"] = float(stats.kendall_tau_b(ours, paper))
+        try:
+            from scipy.stats import kendalltau
+            row["p_value"] = float(kendalltau(ours, paper).pvalue)
+        except ImportError:  # the interval does not need it
+            pass
+        boot = stats.kendall_tau_b(np.stack([draws[n] for n in names], axis=1), paper)
+        row["low"], row["high"] = stats.percentile_interval(boot)
+    return pd.DataFrame([row], columns=["settings", "tau", "low", "high", "p_value", "reps", "seed"])
+
+
+def table1_differences(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
+                       reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+    """mean(a) - mean(b) of the average normalised scores for every ordered pair of measured settings,
+    with the 95% percentile CI of the joint bootstrap the verdicts use (expanded for few seeds):
+    ``a, b, point, low, high, p_greater`` (``p_greater``: the fraction of resamples in which a
+    scores above b)."""
+    *_, points, draws = _t1_state(scores, random, table1_labels, reps, seed, expand=True)
+    return _differences(points, draws)
+
+
+def _differences(points, draws) -> pd.DataFrame:
+    names = [r.name for r in TABLE1 if r.name in points]
+    rows = []
+    for a in names:
+        for b in names:
+            if a == b:
+                continue
+            d = draws[a] - draws[b]
+            low, high = stats.percentile_interval(d)
+            rows.append({"a": a, "b": b, "point": points[a] - points[b], "low": low, "high": high,
+                         "p_greater": float(np.mean(d > 0))})
+    return pd.DataFrame(rows, columns=["a", "b", "point", "low", "high", "p_greater"])
+
+
+# ---------------------------------------------------------------------------------------
+# Table 1: the paper's conclusions
+
+def _significance(low: float, high: float) -> str:
+    return "above" if low > 0 else "below" if high < 0 else "overlaps"
+
+
+def _adjusted_low(draws: np.ndarray, comparisons: int) -> float:
+    """Lower end of the two-sided (1 - 0.05 / comparisons) percentile interval (Bonferroni)."""
+    return stats.percentile_interval(draws, 1.0 - (1.0 - stats.CONFIDENCE) / max(comparisons, 1))[0]
+
+
+def _fmt_d(point, low, high) -> str:
+    return fmt_ci(point, low, high, 2, sign=True)
+
+
+def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
+                    reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+    """The paper's conclusions from Table 1, each judged on the joint bootstrap:
+    ``key, claim, paper, statistic, point, low, high, probability, verdict, evidence``.
+
+    - ``best_clip``: clipping at ε = 0.2 scores best of the 11. ``probability``: the fraction of
+      resamples in which ε = 0.2 has the highest mean of all measured settings (a simultaneous
+      statement over the 10 comparisons). holds: >= 0.95; does not hold: another setting is
+      significantly better (the CI of its difference lies above 0, Bonferroni-adjusted for the 10
+      comparisons: a 99.5% interval); else inconclusive. ``point/low/high``: ε = 0.2 minus the best
+      other setting (95% CI).
+    - ``worst_noclip``: no clipping or penalty scores worst. Mirror image: ``probability`` = fraction
+      of resamples in which it is lowest; does not hold if another setting is significantly lower.
+      ``point/low/high``: the lowest other setting minus it.
+    - ``noclip_below_random``: its score is below the random policy's (the paper: -0.39 < 0).
+      holds: CI below 0; does not hold: CI above 0.
+    - ``adaptive_below_clip``: adaptive KL scores below clipping, as the paper compares it: best
+      adaptive-KL setting (paper 0.74) below the best clipping setting (paper 0.82). Statistic: best
+      clipping minus best adaptive, the best re-chosen in every resample. holds: CI above 0; does not
+      hold: CI below 0.
+    - ``kl_below_clip``: §4, the KL penalty (adaptive or fixed, 7 settings) performed worse than the
+      clipped surrogate: best clipping minus best KL setting, judged the same way."""
+    normed, _, envs, _, matrices, points, draws = _t1_state(scores, random, table1_labels, reps, seed, expand=True)
+    diffs = _differences(points, draws)
+    rows = []
+
+    def d_row(a, b):
+        hit = diffs[(diffs["a"] == a) & (diffs["b"] == b)]
+        return hit.iloc[0] if len(hit) else None
+
+    def row(key, claim, paper, statistic, point=np.nan, low=np.nan, high=np.nan, probability=np.nan,
+            verdict=UNMEASURED, evidence=""):
+        rows.append({"key": key, "claim": claim, "paper": paper, "statistic": statistic, "point": point, "low": low,
+                     "high": high, "probability": probability, "verdict": verdict, "evidence": evidence})
+
+    names = [r.name for r in TABLE1 if r.name in points]
+    stack = np.stack([draws[n] for n in names], axis=1) if names else np.zeros((reps, 0))
+
+    # (a) clipping at ε = 0.2 scores best
+    claim = "Clipping at ε = 0.2 scores best of the 11 settings"
+    paper = "0.82, the highest of the 11 (next: ε = 0.1, 0.76)"
+    if CLIP_02 in points and len(names) >= 2:
+        others = [n for n in names if n != CLIP_02]
+        rival = max(others, key=points.get)
+        d = d_row(CLIP_02, rival)
+        p_first = float(np.mean(np.argmax(stack, axis=1) == names.index(CLIP_02)))
+        # "does not hold" needs one of 10 comparisons to reach significance: Bonferroni, so that
+        # pure noise over 11 settings says so at most 5% of the time (as "holds" does, jointly).
+        better = [n for n in others if _adjusted_low(draws[n] - draws[CLIP_02], len(others)) > 0]
+        tied = [n for n in others if _significance(d_row(CLIP_02, n)["low"], d_row(CLIP_02, n)["high"]) == "overlaps"]
+        rank = 1 + sum(points[n] > points[CLIP_02] for n in others)
+        verdict = HOLDS if p_first >= SURE else FAILS if better else INCONCLUSIVE
+        evidence = (f"ε = 0.2 ranks {rank} of {len(names)} here ({points[CLIP_02]:.2f}); it ranks first in "
+                    f"{p_first:.0%} of the resamples. Against the best other setting ({rival}, {points[rival]:.2f}): "
+                    f"{_fmt_d(d['point'], d['low'], d['high'])}.")
+        if better:
+            evidence += f" Significantly better than ε = 0.2 (Bonferroni-adjusted CI above 0): {', '.join(better)}."
+        evidence += (f" 95% CI of the difference containing 0: {', '.join(tied)}." if tied
+                     else " Every other setting differs significantly from it.")
+        row("best_clip", claim, paper, "ε = 0.2 minus the best other setting", d["point"], d["low"], d["high"],
+            p_first, verdict, evidence)
+    else:
+        row("best_clip", claim, paper, "ε = 0.2 minus the best other setting",
+            evidence="ε = 0.2 (or every other setting) was not run on every environment")
+
+    # (b) no clipping or penalty scores worst
+    claim = "No clipping or penalty scores worst"
+    paper = "−0.39, the lowest of the 11 (next lowest: fixed KL β = 0.3, 0.62)"
+    if NO_CLIP in points and len(names) >= 2:
+        others = [n for n in names if n != NO_CLIP]
+        rival = min(others, key=points.get)
+        d = d_row(rival, NO_CLIP)
+        p_last = float(np.mean(np.argmin(stack, axis=1) == names.index(NO_CLIP)))
+        worse = [n for n in others if _adjusted_low(draws[NO_CLIP] - draws[n], len(others)) > 0]
+        tied = [n for n in others if _significance(d_row(n, NO_CLIP)["low"], d_row(n, NO_CLIP)["high"]) == "overlaps"]
+        rank = 1 + sum(points[n] > points[NO_CLIP] for n in others)
+        verdict = HOLDS if p_last >= SURE else FAILS if worse else INCONCLUSIVE
+        evidence = (f"It ranks {rank} of {len(names)} here ({points[NO_CLIP]:.2f}); lowest in {p_last:.0%} of the "
+                    f"resamples. The lowest other setting ({rival}, {points[rival]:.2f}) minus it: "
+                    f"{_fmt_d(d['point'], d['low'], d['high'])}.")
+        if worse:
+            evidence += f" Significantly below it (Bonferroni-adjusted CI below 0): {', '.join(worse)}."
+        evidence += (f" 95% CI of the difference containing 0: {', '.join(tied)}." if tied
+                     else " Every other setting scores significantly above it.")
+        row("worst_noclip", claim, paper, "lowest other setting minus no clipping", d["point"], d["low"], d["high"],
+            p_last, verdict, evidence)
+    else:
+        row("worst_noclip", claim, paper, "lowest other setting minus no clipping",
+            evidence="no clipping or penalty (or every other setting) was not run on every environment")
+
+    # (b') ... and below the random policy (the paper's -0.39)
+    claim = "No clipping or penalty scores below the random policy (normalised score < 0)"
+    paper = "−0.39; §6.1: because of one environment (HalfCheetah) with a very negative score"
+    if NO_CLIP in matrices:
+        m = matrices[NO_CLIP]
+        low, high = stats.percentile_interval(draws[NO_CLIP])
+        verdict = HOLDS if high < 0 else FAILS if low > 0 else INCONCLUSIVE
+        per_env = m.mean(axis=0)
+        worst = int(np.argmin(per_env))
+        evidence = (f"{points[NO_CLIP]:.2f} [{low:.2f}, {high:.2f}]. Per environment (mean over seeds): "
+                    + ", ".join(f"{env_base(e)} {v:.2f}" for e, v in zip(envs, per_env))
+                    + f"; lowest: {env_base(envs[worst])}.")
+        row("noclip_below_random", claim, paper, "average normalised score", points[NO_CLIP], low, high, np.nan,
+            verdict, evidence)
+    else:
+        row("noclip_below_random", claim, paper, "average normalised score",
+            evidence="no clipping or penalty was not run on every environment")
+
+    # (c) adaptive KL below clipping; (d) the KL penalty below clipping
+    for key, claim, paper, group, group_name in (
+            ("adaptive_below_clip", "Adaptive KL scores below clipping",
+             "best adaptive KL 0.74 (d_targ = 0.01) < best clipping 0.82 (ε = 0.2)", ADAPTIVE, "adaptive KL"),
+            ("kl_below_clip", "The KL penalty (adaptive or fixed) performs worse than the clipped surrogate (§4)",
+             "best KL setting 0.74 (adaptive, d_targ = 0.01) < best clipping 0.82", ADAPTIVE + FIXED, "KL")):
+        clips = [n for n in CLIPPING if n in points]
+        kls = [n for n in group if n in points]
+        statistic = f"best clipping minus best {group_name} setting"
+        if not clips or not kls:
+            row(key, claim, paper, statistic, evidence=f"no clipping or no {group_name} setting was run on every environment")
+            continue
+        best_clip, best_kl = max(clips, key=points.get), max(kls, key=points.get)
+        boot = (np.max(np.stack([draws[n] for n in clips], 1), 1) - np.max(np.stack([draws[n] for n in kls], 1), 1))
+        point = points[best_clip] - points[best_kl]
+        low, high = stats.percentile_interval(boot)
+        verdict = HOLDS if low > 0 else FAILS if high < 0 else INCONCLUSIVE
+        evidence = (f"best clipping here: {best_clip} ({points[best_clip]:.2f}); best {group_name}: {best_kl} "
+                    f"({points[best_kl]:.2f}); difference {_fmt_d(point, low, high)} (the best of each re-chosen in "
+                    f"every resample).")
+        if CLIP_02 in points:
+            vs = [(n, d_row(CLIP_02, n)) for n in kls]
+            evidence += " ε = 0.2 minus each: " + "; ".join(f"{n.split(', ', 1)[1]} {_fmt_d(d['point'], d['low'], d['high'])}"
+                                                          for n, d in vs) + "."
+        row(key, claim, paper, statistic, point, low, high, float(np.mean(boot > 0)), verdict, evidence)
+    return pd.DataFrame(rows, columns=["key", "claim", "paper", "statistic", "point", "low", "high", "probability",
+                                       "verdict", "evidence"])
+
+
+def table1_parts(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
+                 reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> list:
+    """The report's parts for Table 1 beside the paper: paragraphs and ``Table`` objects."""
+    normed, constants, envs, problems = table1_normalised(scores, random, table1_labels)
+    t1 = table1_beside_paper(scores, random, table1_labels, reps, seed)
+    tau = table1_rank_correlation(scores, random, table1_labels, reps, seed).iloc[0]
+    verdicts = table1_verdicts(scores, random, table1_labels, reps, seed)
+    measured = t1[t1["mean"].notna()]
+    parts: list = [
+        f"Normalised as the paper does, per environment: the random policy scores 0 and the best of the 11 Table 1 "
+        f"settings (the highest mean over seeds among those settings only; the other algorithms of this report "
+        f"play no part) scores 1; a setting's number is the average over its runs × environments "
+        f"({len(envs)} environment(s): {', '.join(envs) or 'none'}). 95% stratified-bootstrap CIs (rliable, runs "
+        f"resampled within each environment; {reps} resamples, seed {seed}); the normalisation constants are held "
+        f"fixed. 'paper': {PAPER}, Table 1 (MuJoCo -v1, 1M steps, 3 seeds, 21 runs per setting)."]
+    rows = []
+    for r in t1.itertuples():
+        if not math.isfinite(r.mean):
+            ours = "not run" if r.label is None else "– (not on every environment)"
+            inside = "–"
+        else:
+            ours = fmt_ci(r.mean, r.low, r.high)
+            inside = "yes" if r.paper_in_ci else ("no, paper above" if r.paper > r.high else "no, paper below")
+        rows.append([r.setting, r.label or "–", ours, str(r.runs) if r.runs else "–",
+                     f"{int(r.rank)}" if math.isfinite(r.rank) else "–", fmt(r.paper),
+                     f"{int(r.paper_rank)}" if math.isfinite(r.paper_rank) else "–", inside])
+    inside_n = int(measured["paper_in_ci"].sum()) if len(measured) else 0
+    parts.append(Table("Table 1 beside the paper — average normalised score [95% CI]",
+                       ["setting", "label", "here [95% CI]", "runs", "rank here", "paper", "paper rank",
+                        "paper inside CI"], rows, anchor="paper-table1", numeric={2, 3, 4, 5, 6},
+                       notes=[f"The paper's number lies inside the CI for {inside_n} of {len(measured)} measured "
+                              f"setting(s)."] + problems))
+    if math.isfinite(tau["tau"]):
+        parts.append(
+            f"Rank agreement with the paper: Kendall's τ-b = {tau['tau']:.2f} [95% CI {tau['low']:.2f}, "
+            f"{tau['high']:.2f}] over {int(tau['settings'])} settings (τ = 1: the same order, 0: unrelated, −1: "
+            f"reversed; τ-b counts the paper's tie, 0.71 twice). CI: percentile bootstrap, {int(tau['reps'])} "
+            f"resamples (seed {int(tau['seed'])}), each setting's runs resampled within each environment and the "
+            f"11 means and τ recomputed. scipy's test of τ = 0, which takes both sets of means as exact, gives "
+            f"p = {tau['p_value']:.3g}.")
+    else:
+        parts.append("Rank agreement with the paper: fewer than 3 settings were measured on every environment; "
+                     "Kendall's τ is not computed.")
+    parts.append(
+        "The paper's conclusions. Every judgement uses one joint bootstrap of the settings' average normalised "
+        f"scores ({reps} resamples, seed {seed}): each setting's runs resampled within each environment, independently "
+        "of the other settings, and — because with 3 seeds a plain bootstrap makes a mean's variance a third too "
+        "small — each environment's resampled mean spread by √(n/(n−1)) about its mean (the expanded bootstrap; n "
+        "seeds). On synthetic settings of equal merit (3 seeds × 4 environments, 40 data sets) this rule gave a "
+        "false 'holds' or 'does not hold' in 0–7.5% of cases per conclusion. 'Scores best' holds when ε = 0.2 has the highest mean in at "
+        f"least {SURE:.0%} of the resamples (a statement about all 10 comparisons at once, so no multiple-comparison "
+        "correction is needed), does not hold when some other setting is significantly better (the CI of its "
+        "difference lies above 0, Bonferroni-adjusted for the 10 comparisons, i.e. a 99.5% interval: with 11 settings "
+        "of equal merit, ten unadjusted 95% intervals would often find one), and is inconclusive otherwise; 'scores "
+        "worst' mirrors it. A comparison of two "
+        "groups holds when the CI of the difference lies on the paper's side of 0, does not hold when it lies on the "
+        "other side, and is inconclusive when it contains 0.")
+    vrows = [[v.claim, v.paper, v.statistic + ": " + _fmt_d(v.point, v.low, v.high) if math.isfinite(v.point) else "–",
+              v.verdict, v.evidence] for v in verdicts.itertuples()]
+    parts.append(Table("The paper's Table 1 conclusions, here", ["claim", "paper", "here [95% CI]", "verdict",
+                                                                "evidence"], vrows, anchor="paper-verdicts"))
+    diffs = table1_differences(scores, random, table1_labels, reps, seed)
+    if len(diffs):
+        names = [n for n in (r.name for r in TABLE1) if n in set(diffs["a"])]
+        cell = {(d.a, d.b): d for d in diffs.itertuples()}
+        short = [f"({i + 1})" for i in range(len(names))]
+        drows = []
+        for i, a in enumerate(names):
+            line = [f"{short[i]} {a}"]
+            for b in names:
+                d = cell.get((a, b))
+                if d is None:
+                    line.append("–")
+                    continue
+                mark = " ▲" if d.low > 0 else " ▼" if d.high < 0 else ""
+                line.append(f"{d.point:+.2f} [{d.low:+.2f}, {d.high:+.2f}]{mark}")
+            drows.append(line)
+        parts.append(("details", "Every pairwise difference of the Table 1 settings (row minus column) [95% CI, "
+                                 "expanded joint bootstrap]",
+                      Table("Row minus column, average normalised score [95% CI]; ▲ CI above 0, ▼ below",
+                            ["row \\ column"] + short, drows, anchor="paper-differences",
+                            numeric=set(range(1, len(names) + 1)))))
+    return parts
+
+
+# ---------------------------------------------------------------------------------------
+# Figure 3: the algorithms per environment at the final budget
+
+def figure3_labels(scores: pd.DataFrame) -> list[str]:
+    """The plain algorithm labels present (no variant), in registry order."""
+    return [lab for lab in order_labels(scores["label"].unique()) if not split_label(lab)[1]]
+
+
+def _env_draws(scores: pd.DataFrame, labels: list[str], reps: int, seed: int):
+    """(env, label) -> (seed scores, [reps] percentile-bootstrap means over seeds)."""
+    out = {}
+    for (env, label), g in scores[scores["label"].isin(labels) & scores["score"].notna()].groupby(["env", "label"]):
+        values = g.sort_values("seed")["score"].to_numpy(dtype=float)
+        rng = stats.label_rng(seed, "figure3", str(env), str(label))
+        out[(str(env), str(label))] = (values, values[rng.integers(0, len(values), size=(reps, len(values)))].mean(1))
+    return out
+
+
+def _diff(draws, a, b):
+    """mean(a) - mean(b) over seeds with Welch's 95% t interval: with 3 seeds a side, a bootstrap
+    interval of the difference is far too narrow (``stats.welch_interval``)."""
+    return stats.welch_interval(draws[a][0], draws[b][0])
+
+
+def figure3_ranking(scores: pd.DataFrame, labels: list[str] | None = None, reps: int = stats.DEFAULT_REPS,
+                    seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+    """Per environment, the algorithms ranked by their mean raw score over seeds (the mean return of
+    the last 100 training episodes at the final budget): ``env, label, n, mean, low, high, rank,
+    lead, lead_low, lead_high, ahead``. ``low, high``: 95% percentile bootstrap over seeds;
+    ``rank``: 1 = highest mean (ties share the lower rank). On the top row, ``lead`` is its mean minus
+    the second's with the 95% Welch t interval of that difference and ``ahead`` says whether that
+    interval lies above 0 (NaN / None on the other rows). ``labels``: default the plain
+    algorithm labels present (``figure3_labels``)."""
+    labels = figure3_labels(scores) if labels is None else list(labels)
+    draws = _env_draws(scores, labels, reps, seed)
+    rows = []
+    for env in sorted({e for e, _ in draws}):
+        present = [lab for lab in labels if (env, lab) in draws]
+        means = {lab: float(draws[(env, lab)][0].mean()) for lab in present}
+        order = sorted(present, key=lambda lab: -means[lab])
+        for lab in order:
+            values, boot = draws[(env, lab)]
+            low, high = stats.percentile_interval(boot)
+            rank = 1 + sum(means[o] > means[lab] for o in present)
+            row = {"env": env, "label": lab, "n": len(values), "mean": means[lab], "low": low, "high": high,
+                   "rank": rank, "lead": np.nan, "lead_low": np.nan, "lead_high": np.nan, "ahead": None}
+            if lab == order[0] and len(order) > 1:
+                row["lead"], row["lead_low"], row["lead_high"] = _diff(draws, (env, lab), (env, order[1]))
+                row["ahead"] = bool(row["lead_low"] > 0)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["env", "label", "n", "mean", "low", "high", "rank", "lead", "lead_low",
+                                       "lead_high", "ahead"])
+
+
+def figure3_claim(scores: pd.DataFrame, labels: list[str] | None = None, ours: str = "ppo_clip",
+                  reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+    """Per environment, where ``ours`` (PPO-clip) stands: ``env, rank, algorithms, status, top,
+    top_minus_ours, low, high``, then for each of the paper's Figure 3 algorithms that this suite has
+    (TRPO -> trpo, "Vanilla PG, Adaptive" -> reinforce; ``FIGURE3_SHARED``) ``vs_<label>`` (ahead /
+    tied / behind: the 95% Welch interval of ours minus it above 0 / containing 0 / below 0) and ``diff_<label>``,
+    ``diff_<label>_low``, ``diff_<label>_high``.
+
+    ``status``: best (top, and its lead over the second is significant), tied (the CI of the
+    difference to the top, or of the top's lead, contains 0), beaten (the top is significantly ahead)."""
+    labels = figure3_labels(scores) if labels is None else list(labels)
+    draws = _env_draws(scores, labels, reps, seed)
+    shared = [lab for lab in FIGURE3_SHARED.values() if lab != ours]
+    rows = []
+    for env in sorted({e for e, lab in draws if lab == ours}):
+        present = [lab for lab in labels if (env, lab) in draws]
+        means = {lab: float(draws[(env, lab)][0].mean()) for lab in present}
+        order = sorted(present, key=lambda lab: -means[lab])
+        rank = 1 + sum(means[o] > means[ours] for o in present)
+        row = {"env": env, "rank": rank, "algorithms": len(present)}
+        if order[0] == ours:
+            if len(order) > 1:
+                lead, low, high = _diff(draws, (env, ours), (env, order[1]))
+                row.update(status="best" if low > 0 else "tied", top=ours, top_minus_ours=0.0, low=np.nan, high=np.nan,
+                           second=order[1], lead=lead, lead_low=low, lead_high=high)
+            else:
+                row.update(status="best", top=ours, top_minus_ours=0.0, low=np.nan, high=np.nan)
+        else:
+            d, low, high = _diff(draws, (env, order[0]), (env, ours))
+            row.update(status="beaten" if low > 0 else "tied", top=order[0], top_minus_ours=d, low=low, high=high)
+        for lab in shared:
+            if (env, lab) in draws:
+                d, low, high = _diff(draws, (env, ours), (env, lab))
+                row[f"vs_{lab}"] = "ahead" if low > 0 else "behind" if high < 0 else "tied"
+                row[f"diff_{lab}"], row[f"diff_{lab}_low"], row[f"diff_{lab}_high"] = d, low, high
+        rows.append(row)
+    columns = ["env", "rank", "algorithms", "status", "top", "top_minus_ours", "low", "high"]
+    for lab in shared:
+        columns += [f"vs_{lab}", f"diff_{lab}", f"diff_{lab}_low", f"diff_{lab}_high"]
+    out = pd.DataFrame(rows)
+    return out.reindex(columns=columns + [c for c in out.columns if c not in columns])
+
+
+def figure3_verdict(claim: pd.DataFrame, ours: str = "ppo_clip") -> tuple[str, str]:
+    """The paper's text claim on Figure 3 (PPO "outperforms the previous methods on almost all the
+    continuous control environments"), for the baselines both have, with "almost all" read as at
+    least 80% of the n environments (k = ceil(0.8 n): 6 of 7, all but one). holds: against each
+    baseline, ours is significantly ahead on at least k environments; does not hold: against some
+    baseline it cannot reach k even if every tie were a win (n - behind < k; at 7 environments:
+    behind on 2 or more); inconclusive otherwise. Returns (verdict, evidence)."""
+    shared = [lab for lab in FIGURE3_SHARED.values() if lab != ours and f"vs_{lab}" in claim.columns]
+    if claim.empty or not shared:
+        return UNMEASURED, f"{ours} and none of the paper's Figure 3 algorithms were run on the same environment"
+    parts, holds, fails = [], True, False
+    for lab in shared:
+        col = claim[f"vs_{lab}"].dropna()
+        n = len(col)
+        need = math.ceil(0.8 * n - 1e-9)
+        ahead, tied, behind = int((col == "ahead").sum()), int((col == "tied").sum()), int((col == "behind").sum())
+        parts.append(f"against {lab}: ahead on {ahead}, tied on {tied}, behind on {behind} of {n}")
+        holds &= n > 0 and ahead >= need
+        fails |= n > 0 and n - behind < need
+    verdict = HOLDS if holds else FAILS if fails else INCONCLUSIVE
+    return verdict, "; ".join(parts)
+
+
+def figure3_parts(scores: pd.DataFrame, reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED,
+                  ours: str = "ppo_clip") -> list:
+    """The report's parts for Figure 3 beside the paper."""
+    labels = figure3_labels(scores)
+    ranking = figure3_ranking(scores, labels, reps, seed)
+    if ranking.empty:
+        return []
+    envs = sorted(ranking["env"].unique())
+    cell = {(r.env, r.label): r for r in ranking.itertuples()}
+    rows = []
+    for env in envs:
+        digits = digits_for(ranking.loc[ranking["env"] == env, "mean"])
+        line = [env]
+        for lab in labels:
+            r = cell.get((env, lab))
+            line.append("–" if r is None else f"#{r.rank} {fmt_ci(r.mean, r.low, r.high, digits)}")
+        top = ranking[(ranking["env"] == env) & ranking["ahead"].notna()]
+        if len(top):
+            t = top.iloc[0]
+            second = ranking[(ranking["env"] == env) & (ranking["label"] != t["label"])].iloc[0]["label"]
+            line.append(f"{'yes' if t['ahead'] else 'no'}: {t['label']} − {second} = "
+                        f"{fmt_ci(t['lead'], t['lead_low'], t['lead_high'], digits, sign=True)}")
+        else:
+            line.append("–")
+        rows.append(line)
+    n = ranking.groupby("env")["n"].agg(["min", "max"])
+    seeds = f"{int(n['min'].min())}" if n["min"].min() == n["max"].max() else f"{int(n['min'].min())}–{int(n['max'].max())}"
+    parts: list = [
+        f"Each algorithm's score per environment at the final budget: the mean return of its runs' last 100 training "
+        f"episodes, mean over {seeds} seed(s) with a 95% percentile bootstrap CI over seeds ({reps} resamples, seed "
+        f"{seed}; with 3 seeds a bootstrap interval is too narrow: read it as a lower bound on the uncertainty). "
+        f"#k: rank by mean. 'top ahead': whether the 95% CI of the top algorithm minus the second lies above 0. "
+        f"Every difference in this section uses Welch's t interval over seeds: with 3 seeds a side, a percentile "
+        f"bootstrap of a difference calls two equal algorithms different about one time in five at 95% (measured "
+        f"on normal samples), Welch's interval about one in twenty or less — so two means whose bootstrap "
+        f"intervals do not overlap can still be tied.",
+        Table("Figure 3 at the final budget — mean return [95% CI] and rank per environment",
+              ["environment", *labels, "top ahead of 2nd?"], rows, anchor="paper-figure3",
+              numeric=set(range(1, len(labels) + 1)))]
+    claim = figure3_claim(scores, labels, ours, reps, seed)
+    mapping = ", ".join(f"{paper} ↔ {lab}" for paper, lab in FIGURE3_SHARED.items())
+    text = (f"The paper's Figure 3 is a plot only (no published numbers), so it is compared through its text alone: "
+            f"PPO \"{FIGURE3_CLAIM}\" ({FIGURE3_SOURCE}). Algorithms both have: {mapping}; {REINFORCE_CAVEAT}. "
+            f"The paper's other Figure 3 algorithms (CEM, A2C, A2C with trust region) are not in this suite, and "
+            f"this suite's ppo_kl, grpo, rloo and dapo are not in the paper's figure.")
+    parts.append(text)
+    if claim.empty:
+        parts.append(f"{ours} was not run: the claim cannot be checked.")
+        return parts
+    counts = claim["status"].value_counts()
+    verdict, evidence = figure3_verdict(claim, ours)
+    parts.append(
+        f"{ours} among all {len(labels)} algorithms here: best on {int(counts.get('best', 0))}, tied with the top "
+        f"on {int(counts.get('tied', 0))}, beaten on {int(counts.get('beaten', 0))} of {len(claim)} environment(s) "
+        f"(best: top with its lead over the second significant; tied: the 95% CI of the difference to the top "
+        f"contains 0; beaten: the top is significantly ahead). Against the paper's algorithms that this suite has "
+        f"({evidence}), the claim — \"almost all\" read as at least 80% of the environments (6 of 7): it holds if "
+        f"{ours} is significantly ahead of each on that many, does not hold if against one of them it cannot get "
+        f"there even counting every tie as a win, and is inconclusive otherwise — {verdict}.")
+    shared = [lab for lab in FIGURE3_SHARED.values() if lab != ours and f"vs_{lab}" in claim.columns]
+    crows = []
+    for r in claim.to_dict("records"):
+        digits = digits_for([r["top_minus_ours"]] + [r.get(f"diff_{lab}", np.nan) for lab in shared])
+        where = r["status"] if r["top"] == ours else f"{r['status']} (top: {r['top']}, ahead by " \
+            f"{fmt_ci(r['top_minus_ours'], r['low'], r['high'], digits, sign=True)})"
+        line = [r["env"], f"{r['rank']} of {r['algorithms']}", where]
+        for lab in shared:
+            v = r.get(f"vs_{lab}")
+            line.append("–" if not isinstance(v, str) else
+                        f"{v}: {fmt_ci(r[f'diff_{lab}'], r[f'diff_{lab}_low'], r[f'diff_{lab}_high'], digits, sign=True)}")
+        crows.append(line)
+    parts.append(Table(f"{ours} per environment, against the top and against the paper's Figure 3 algorithms "
+                       f"(ours minus theirs [95% CI])", ["environment", "rank", "status"] + [f"vs {lab}" for lab in shared],
+                       crows, anchor="paper-figure3-claim", numeric=set(range(3, 3 + len(shared)))))
+    return parts
+
+
+# ---------------------------------------------------------------------------------------
+# CleanRL's published PPO
+
+def cleanrl_table(scores: pd.DataFrame, label: str = "ppo_clip", reps: int = stats.DEFAULT_REPS,
+                  seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+    """``label``'s final returns per environment against CleanRL's published PPO
+    (``analysis.reference.CLEANRL_PPO``), for the environments both have: ``env, n, mean, sd, low,
+    high, cleanrl_mean, cleanrl_sd, difference, bar, meets_bar``. ``mean, sd``: over seeds (sample
+    sd, n - 1) of the mean return of the last 100 training episodes; ``low, high``: 95% percentile
+    bootstrap over seeds; ``difference`` = mean - cleanrl_mean; ``bar`` = cleanrl_mean - cleanrl_sd;
+    ``meets_bar``: mean >= bar (the bar of issue 2)."""
+    mine = scores[(scores["label"] == label) & scores["score"].notna()]
+    draws = _env_draws(mine, [label], reps, seed)
+    rows = []
+    for env in sorted(mine["env"].unique()):
+        ref = cleanrl_ppo(env)
+        if ref is None:
+            continue
+        values, boot = draws[(env, label)]
+        low, high = stats.percentile_interval(boot)
+        mean = float(values.mean())
+        sd = float(values.std(ddof=1)) if len(values) > 1 else np.nan
+        rows.append({"env": env, "n": len(values), "mean": mean, "sd": sd, "low": low, "high": high,
+                     "cleanrl_mean": ref[0], "cleanrl_sd": ref[1], "difference": mean - ref[0],
+                     "bar": ref[0] - ref[1], "meets_bar": bool(mean >= ref[0] - ref[1])})
+    return pd.DataFrame(rows, columns=["env", "n", "mean", "sd", "low", "high", "cleanrl_mean", "cleanrl_sd",
+                                       "difference", "bar", "meets_bar"])
+
+
+def cleanrl_parts(scores: pd.DataFrame, label: str = "ppo_clip", reps: int = stats.DEFAULT_REPS,
+                  seed: int = stats.BOOTSTRAP_SEED) -> list:
+    """The report's parts for the CleanRL comparison."""
+    t = cleanrl_table(scores, label, reps, seed)
+    if t.empty:
+        return [f"No {label} runs on an environment CleanRL publishes (HalfCheetah, Hopper, Walker2d, "
+                f"InvertedPendulum)."]
+    rows = [[r.env, str(r.n), f"{r.mean:.0f} ± {fmt(r.sd, 0)}", f"[{r.low:.0f}, {r.high:.0f}]",
+             f"{r.cleanrl_mean:.2f} ± {r.cleanrl_sd:.2f}", f"{r.difference:+.0f}", f"{r.bar:.0f}",
+             "yes" if r.meets_bar else "no"] for r in t.itertuples()]
+    met = int(t["meets_bar"].sum())
+    return [f"{label}'s final returns against CleanRL's published PPO ({CLEANRL_PPO_SOURCE}). Ours: mean ± sample sd "
+            f"over seeds of the mean return of the last 100 training episodes (the same metric), and a 95% percentile "
+            f"bootstrap CI over seeds ({reps} resamples, seed {seed}). The bar: not below CleanRL's mean minus one sd; "
+            f"met on {met} of {len(t)} environment(s). CleanRL ran -v4 environments; these runs are on "
+            f"{', '.join(sorted(t['env']))} (see 'Conditions' for what changed), and CleanRL's code-level options "
+            f"(per-minibatch advantage normalisation, value clipping, gradient clipping, reward scaling, no clip "
+            f"annealing) are not this suite's defaults.",
+            Table(f"{label} against CleanRL's PPO (1M steps)", ["environment", "seeds", "ours: mean ± sd",
+                  "ours: 95% CI", "CleanRL: mean ± sd", "difference", "bar (CleanRL mean − sd)", "ours ≥ bar"],
+                  rows, anchor="paper-cleanrl", numeric={1, 2, 3, 4, 5, 6})]
+
+
+# ---------------------------------------------------------------------------------------
+# conditions: what differs from the paper, and how much it matters
+
+def random_sensitivity(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
+                       shift: float = 0.10) -> pd.DataFrame:
+    """How the Table 1 means move when the random policy's score moves by ``shift`` of its magnitude
+    (r -> r ± shift·|r|, the best setting's score held fixed), on every environment at once
+    (``moved`` = "all") and on one environment at a time (``moved`` = that environment):
+    ``moved, direction, setting, label, base, shifted, change``, plus per ``moved`` and direction
+    the Kendall tau-b of the shifted means against the paper (``setting`` = "τ-b vs paper")."""
+    normed, constants, envs, _ = table1_normalised(scores, random, table1_labels)
+    if not envs:
+        return pd.DataFrame(columns=["moved", "direction", "setting", "label", "base", "shifted", "change"])
+    c = constants.set_index("env")
+    labels = _t1_labels(table1_labels)
+    raw = {name: score_matrix(normed, lab, envs, "score")[0] for name, lab in labels.items()}
+    raw = {k: v for k, v in raw.items() if v is not None}
+    best = np.array([c.loc[e, "best"] for e in envs])
+    rnd = np.array([c.loc[e, "random"] for e in envs])
+    names = [r.name for r in TABLE1 if r.name in raw]
+    paper = np.array([PAPER_SCORE[n] for n in names])
+
+    def means(r):
+        return {n: float(((raw[n] - r) / (best - r)).mean()) for n in names}
+
+    base = means(rnd)
+    rows = []
+    for moved in ["all", *envs]:
+        mask = np.ones(len(envs), bool) if moved == "all" else np.array([e == moved for e in envs])
+        for sign, direction in ((-1, f"−{shift:.0%}"), (1, f"+{shift:.0%}")):
+            shifted = means(rnd + sign * shift * np.abs(rnd) * mask)
+            for n in names:
+                rows.append({"moved": moved, "direction": direction, "setting": n, "label": labels[n],
+                             "base": base[n], "shifted": shifted[n], "change": shifted[n] - base[n]})
+            if len(names) >= 3:
+                tau = float(stats.kendall_tau_b(np.array([shifted[n] for n in names]), paper))
+                rows.append({"moved": moved, "direction": direction, "setting": "τ-b vs paper", "label": None,
+                             "base": float(stats.kendall_tau_b(np.array([base[n] for n in names]), paper)),
+                             "shifted": tau, "change": np.nan})
+    out = pd.DataFrame(rows, columns=["moved", "direction", "setting", "label", "base", "shifted", "change"])
+    tau_rows = out["setting"] == "τ-b vs paper"
+    out.loc[tau_rows, "change"] = out.loc[tau_rows, "shifted"] - out.loc[tau_rows, "base"]
+    return out
+
+
+def annealing_table(configs: dict[str, dict], table1_labels: dict[str, str | None],
+                    labels: Iterable[str] = ()) -> pd.DataFrame:
+    """The schedule each run used, from its resolved ``algo_cfg``, beside the code released with the
+    paper (constant learning rate and ε: ``RELEASED_CODE_SCHEDULE``): ``setting, label, lr, lr_anneal,
+    clipped, clip_eps, clip_anneal, as_released``. Rows: the Table 1 settings that were run, then
+    ``labels`` (e.g. ppo_clip, ppo_kl). ``clipped``: whether ε acts at all (ppo_kl's objective is not
+    clipped; its ε and schedule are None unless value clipping is on). ``as_released``: the schedules
+    that act equal the released code's (None when the config lacks them)."""
+    rows = []
+    wanted = [(name, lab) for name, lab in _t1_labels(table1_labels).items()]
+    wanted += [(lab, lab) for lab in labels if lab not in {lab2 for _, lab2 in wanted}]
+    for name, lab in wanted:
+        cfg = configs.get(lab)
+        if not isinstance(cfg, dict):
+            continue
+        # ppo_kl inherits clip_eps / clip_anneal but its objective is not clipped: there ε (and its
+        # schedule) acts only through value clipping, when that is on.
+        clipped = split_label(lab)[0] != "ppo_kl" or bool(cfg.get("value_clip"))
+        lr_anneal, clip_anneal = cfg.get("lr_anneal"), cfg.get("clip_anneal") if clipped else None
+        known = lr_anneal is not None and (clip_anneal is not None or not clipped)
+        as_released = None
+        if known:
+            as_released = bool(lr_anneal) == RELEASED_CODE_SCHEDULE["lr_anneal"] and (
+                not clipped or bool(clip_anneal) == RELEASED_CODE_SCHEDULE["clip_anneal"])
+        rows.append({"setting": name, "label": lab, "lr": cfg.get("lr"), "lr_anneal": lr_anneal, "clipped": clipped,
+                     "clip_eps": cfg.get("clip_eps") if clipped else None, "clip_anneal": clip_anneal,
+                     "as_released": as_released})
+    return pd.DataFrame(rows, columns=["setting", "label", "lr", "lr_anneal", "clipped", "clip_eps", "clip_anneal",
+                                       "as_released"])
+
+
+def conditions_parts(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
+                     configs: dict[str, dict], versions: dict[str, str] | None = None, shift: float = 0.10) -> list:
+    """The report's parts on where this protocol differs from the paper's, and how much it matters
+    where that can be measured: environment versions, the random-policy normalisation (the scores
+    used, and the Table 1 means when they move by ±``shift``), the annealing schedule.
+    ``configs``: label -> resolved ``algo_cfg``; ``versions``: package -> version of the runs."""
+    normed, constants, envs, _ = table1_normalised(scores, random, table1_labels)
+    ids = sorted(scores["env"].unique())
+    versions = versions or {}
+    gym_v, mj_v = versions.get("gymnasium"), versions.get("mujoco")
+    sim = (f"gymnasium {gym_v}, mujoco {mj_v}" if gym_v or mj_v else "gymnasium and mujoco (versions: see the runs' "
+           "versions table)")
+    parts: list = [
+        f"Environments. The paper ran gym's MuJoCo -v1 environments (mujoco-py before 1.50, i.e. MuJoCo 1.31); these "
+        f"runs use {', '.join(ids)} through {sim}. Every version since changed the simulator (v2: mujoco-py ≥ 1.50; "
+        f"v4: DeepMind's mujoco bindings), and v5 changed some models and rewards (below). So absolute returns are "
+        f"not comparable across versions (nor with CleanRL's -v4): what Table 1 compares — normalised scores within "
+        f"one set of environments, and the order of the settings — is what can be set beside the paper."]
+    rows = []
+    c = constants.set_index("env") if len(constants) else None
+    for env in ids:
+        base = env_base(env)
+        r = random.get(env)
+        best = c.loc[env, "best"] if c is not None and env in c.index else np.nan
+        best_setting = c.loc[env, "best_setting"] if c is not None and env in c.index else "–"
+        digits = digits_for([r if r is not None else np.nan, best])
+        rows.append([env, MUJOCO_V5_CHANGES.get(base, "not one of the paper's environments"),
+                     fmt(r, digits) if r is not None else "not measured", fmt(best, digits), str(best_setting),
+                     fmt(best - r, digits) if r is not None and math.isfinite(best) else "–"])
+    parts.append(Table("Environments here: what changed since -v1, the random policy's score (= 0) and the best "
+                       "Table 1 setting's (= 1)", ["environment", f"change to dynamics / reward ({MUJOCO_VERSION_SOURCE})",
+                                                 "random policy", "best Table 1 setting", "best setting", "best − random"],
+                       rows, anchor="paper-environments", numeric={2, 3, 5}))
+    sens = random_sensitivity(scores, random, table1_labels, shift)
+    if not sens.empty:
+        every = sens[(sens["moved"] == "all") & (sens["setting"] != "τ-b vs paper")]
+        wide = every.pivot_table(index="setting", columns="direction", values="shifted", sort=False)
+        base = every.drop_duplicates("setting").set_index("setting")["base"]
+        dirs = [f"−{shift:.0%}", f"+{shift:.0%}"]
+        srows = [[name, fmt(base[name])] + [fmt(wide.loc[name, d]) for d in dirs]
+                 + [fmt(max(abs(wide.loc[name, d] - base[name]) for d in dirs), 3)]
+                 for name in (r.name for r in TABLE1) if name in base.index]
+        one = sens[(sens["moved"] != "all") & (sens["setting"] != "τ-b vs paper")]
+        per_env = one.groupby("moved")["change"].apply(lambda x: float(np.max(np.abs(x))))
+        taus = sens[sens["setting"] == "τ-b vs paper"]
+        tau_text = ""
+        if len(taus):
+            t_all = taus[taus["moved"] == "all"]
+            tau_text = (f" Kendall's τ-b with the paper: {t_all['base'].iloc[0]:.2f} as measured, "
+                        + ", ".join(f"{r.shifted:.2f} at {r.direction}" for r in t_all.itertuples())
+                        + f" (over every single-environment move: {taus['shifted'].min():.2f} to "
+                        f"{taus['shifted'].max():.2f}).")
+        parts.append(
+            f"The random-policy normalisation: the paper does not publish its random or best values, so both are "
+            f"measured here (the random policy: uniform random actions, 100 episodes, analysis.scores). How much it "
+            f"matters: moving every environment's random score by ±{shift:.0%} of its magnitude (the best setting's "
+            f"score held) changes a setting's average normalised score by at most "
+            f"{every['change'].abs().max():.3f}; moving one environment at a time, at most "
+            + ", ".join(f"{env_base(e)} {v:.3f}" for e, v in per_env.items()) + "." + tau_text
+            + " A setting's number moves little where the random score is small beside best − random.")
+        parts.append(Table(f"Table 1 means with the random policy's score moved by ±{shift:.0%} on every environment",
+                           ["setting", "as measured", *dirs, "largest change"], srows, anchor="paper-random-sensitivity",
+                           numeric={1, 2, 3, 4}))
+    ann = annealing_table(configs, table1_labels, [lab for lab in ("ppo_clip", "ppo_kl") if lab in configs])
+    if ann.empty:
+        parts.append("Annealing: no resolved configuration was given; the schedule of these runs is unknown here.")
+    else:
+        on_lr = ann["lr_anneal"].map(lambda v: bool(v) if v is not None else False)
+        on_clip = ann.loc[ann["clipped"], "clip_anneal"].map(lambda v: bool(v) if v is not None else False)
+
+        def which(mask):
+            return "all" if mask.all() else "none" if not mask.any() else f"{int(mask.sum())} of {len(mask)}"
+        parts.append(
+            f"Annealing. The code released with the paper ({RELEASED_CODE_SOURCE}) keeps the learning rate and ε "
+            f"constant; from August 2017 the same repository anneals both linearly to 0 ({LATER_BASELINES_SOURCE}), and "
+            f"the paper's MuJoCo text names no schedule. In these runs the learning rate is annealed in "
+            f"{which(on_lr)} of the {len(ann)} setting(s) listed and ε in {which(on_clip)} of the {len(on_clip)} "
+            f"clipped one(s) "
+            f"({sum(v is True for v in ann['as_released'])} run as released). How much this matters is not measured "
+            f"by these sweeps (no setting was run both ways).")
+        arows = [[r.setting, r.label, fmt(r.lr, 5) if isinstance(r.lr, (int, float)) else "–",
+                  str(r.lr_anneal), fmt(r.clip_eps) if r.clipped and isinstance(r.clip_eps, (int, float)) else "–",
+                  str(r.clip_anneal) if r.clipped else "– (not clipped)",
+                  "–" if r.as_released is None else ("yes" if r.as_released else "no")] for r in ann.itertuples()]
+        parts.append(Table("Schedules of the runs (resolved algo_cfg) against the released code (constant)",
+                           ["setting", "label", "lr", "lr_anneal", "clip_eps", "clip_anneal", "as released"], arows,
+                           anchor="paper-annealing"))
+    return parts
