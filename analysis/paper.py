@@ -347,6 +347,13 @@ def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_label
             evidence += " ε = 0.2 minus each: " + "; ".join(f"{n.split(', ', 1)[1]} {_fmt_d(d['point'], d['low'], d['high'])}"
                                                           for n, d in vs) + "."
         row(key, claim, paper, statistic, point, low, high, float(np.mean(boot > 0)), verdict, evidence)
+    single = [n for n in names if matrices[n].shape[0] < 2]
+    if single:   # one seed per environment: nothing to resample, the intervals collapse to points
+        for r in rows:
+            if r["verdict"] in (HOLDS, FAILS):
+                r["verdict"] = INCONCLUSIVE
+                r["evidence"] += (f" A single seed for {', '.join(single)}: the bootstrap has nothing to resample, "
+                                  f"so no verdict is drawn.")
     return pd.DataFrame(rows, columns=["key", "claim", "paper", "statistic", "point", "low", "high", "probability",
                                        "verdict", "evidence"])
 
@@ -454,6 +461,13 @@ def _env_draws(scores: pd.DataFrame, labels: list[str], reps: int, seed: int):
     return out
 
 
+def _versus(low: float, high: float) -> str:
+    """ahead / behind / tied from a difference's interval; unknown without one (a single seed)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "unknown"
+    return "ahead" if low > 0 else "behind" if high < 0 else "tied"
+
+
 def _diff(draws, a, b):
     """mean(a) - mean(b) over seeds with Welch's 95% t interval: with 3 seeds a side, a bootstrap
     interval of the difference is far too narrow (``stats.welch_interval``)."""
@@ -484,7 +498,8 @@ def figure3_ranking(scores: pd.DataFrame, labels: list[str] | None = None, reps:
                    "rank": rank, "lead": np.nan, "lead_low": np.nan, "lead_high": np.nan, "ahead": None}
             if lab == order[0] and len(order) > 1:
                 row["lead"], row["lead_low"], row["lead_high"] = _diff(draws, (env, lab), (env, order[1]))
-                row["ahead"] = bool(row["lead_low"] > 0)
+                known = _versus(row["lead_low"], row["lead_high"]) != "unknown"
+                row["ahead"] = bool(row["lead_low"] > 0) if known else None
             rows.append(row)
     return pd.DataFrame(rows, columns=["env", "label", "n", "mean", "low", "high", "rank", "lead", "lead_low",
                                        "lead_high", "ahead"])
@@ -499,7 +514,8 @@ def figure3_claim(scores: pd.DataFrame, labels: list[str] | None = None, ours: s
     ``diff_<label>_low``, ``diff_<label>_high``.
 
     ``status``: best (top, and its lead over the second is significant), tied (the CI of the
-    difference to the top, or of the top's lead, contains 0), beaten (the top is significantly ahead)."""
+    difference to the top, or of the top's lead, contains 0), beaten (the top is significantly ahead);
+    unknown (and ``vs_*`` unknown) where a side has a single seed: no interval."""
     labels = figure3_labels(scores) if labels is None else list(labels)
     draws = _env_draws(scores, labels, reps, seed)
     shared = [lab for lab in FIGURE3_SHARED.values() if lab != ours]
@@ -513,17 +529,19 @@ def figure3_claim(scores: pd.DataFrame, labels: list[str] | None = None, ours: s
         if order[0] == ours:
             if len(order) > 1:
                 lead, low, high = _diff(draws, (env, ours), (env, order[1]))
-                row.update(status="best" if low > 0 else "tied", top=ours, top_minus_ours=0.0, low=np.nan, high=np.nan,
+                status = {"ahead": "best", "unknown": "unknown"}.get(_versus(low, high), "tied")
+                row.update(status=status, top=ours, top_minus_ours=0.0, low=np.nan, high=np.nan,
                            second=order[1], lead=lead, lead_low=low, lead_high=high)
             else:
                 row.update(status="best", top=ours, top_minus_ours=0.0, low=np.nan, high=np.nan)
         else:
             d, low, high = _diff(draws, (env, order[0]), (env, ours))
-            row.update(status="beaten" if low > 0 else "tied", top=order[0], top_minus_ours=d, low=low, high=high)
+            status = {"ahead": "beaten", "unknown": "unknown"}.get(_versus(low, high), "tied")
+            row.update(status=status, top=order[0], top_minus_ours=d, low=low, high=high)
         for lab in shared:
             if (env, lab) in draws:
                 d, low, high = _diff(draws, (env, ours), (env, lab))
-                row[f"vs_{lab}"] = "ahead" if low > 0 else "behind" if high < 0 else "tied"
+                row[f"vs_{lab}"] = _versus(low, high)
                 row[f"diff_{lab}"], row[f"diff_{lab}_low"], row[f"diff_{lab}_high"] = d, low, high
         rows.append(row)
     columns = ["env", "rank", "algorithms", "status", "top", "top_minus_ours", "low", "high"]
@@ -572,11 +590,12 @@ def figure3_parts(scores: pd.DataFrame, reps: int = stats.DEFAULT_REPS, seed: in
         for lab in labels:
             r = cell.get((env, lab))
             line.append("–" if r is None else f"#{r.rank} {fmt_ci(r.mean, r.low, r.high, digits)}")
-        top = ranking[(ranking["env"] == env) & ranking["ahead"].notna()]
+        top = ranking[(ranking["env"] == env) & ranking["lead"].notna()]
         if len(top):
             t = top.iloc[0]
             second = ranking[(ranking["env"] == env) & (ranking["label"] != t["label"])].iloc[0]["label"]
-            line.append(f"{'yes' if t['ahead'] else 'no'}: {t['label']} − {second} = "
+            answer = "unknown (1 seed)" if t["ahead"] is None else "yes" if t["ahead"] else "no"
+            line.append(f"{answer}: {t['label']} − {second} = "
                         f"{fmt_ci(t['lead'], t['lead_low'], t['lead_high'], digits, sign=True)}")
         else:
             line.append("–")
@@ -609,7 +628,9 @@ def figure3_parts(scores: pd.DataFrame, reps: int = stats.DEFAULT_REPS, seed: in
     verdict, evidence = figure3_verdict(claim, ours)
     parts.append(
         f"{ours} among all {len(labels)} algorithms here: best on {int(counts.get('best', 0))}, tied with the top "
-        f"on {int(counts.get('tied', 0))}, beaten on {int(counts.get('beaten', 0))} of {len(claim)} environment(s) "
+        f"on {int(counts.get('tied', 0))}, beaten on {int(counts.get('beaten', 0))}"
+        + (f", unknown (a single seed) on {int(counts['unknown'])}" if counts.get("unknown") else "")
+        + f" of {len(claim)} environment(s) "
         f"(best: top with its lead over the second significant; tied: the 95% CI of the difference to the top "
         f"contains 0; beaten: the top is significantly ahead). Against the paper's algorithms that this suite has "
         f"({evidence}), the claim — \"almost all\" read as at least 80% of the environments (6 of 7): it holds if "

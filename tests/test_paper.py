@@ -369,3 +369,14 @@ def test_parts_render():
             assert table.markdown() and table.html() and all(len(r) == len(table.columns) for r in table.rows)
     text = " ".join(p for p in parts if isinstance(p, str))
     assert "Kendall" in text and "gymnasium 1.4.0" in text and "constant" in text
+
+
+def test_a_single_seed_draws_no_conclusion():
+    levels = dict(PAPER_LEVELS, **{paper.CLIP_02: 1.3})
+    scores = table1_scores(levels, 0.02, seeds=1, extra={"ppo_clip": 0.8, "trpo": 0.2})
+    v = paper.table1_verdicts(scores, RANDOM, T1_LABELS, reps=REPS)
+    assert set(v["verdict"]) == {"inconclusive"} and v["evidence"].str.contains("single seed").all()
+    c = paper.figure3_claim(scores, reps=REPS)
+    assert set(c["status"]) == {"unknown"} and set(c["vs_trpo"]) == {"unknown"}
+    assert paper.figure3_ranking(scores, reps=REPS)["ahead"].isna().all()
+    assert any(isinstance(p, Table) for p in paper.figure3_parts(scores, reps=REPS))
