@@ -64,6 +64,37 @@ REINFORCE_CAVEAT = ("the paper's \"Vanilla PG, Adaptive\" (policy gradient with 
 
 
 # ---------------------------------------------------------------------------------------
+# the inputs, from what a report holds
+
+def table1_labels_from(t1: pd.DataFrame) -> dict[str, str | None]:
+    """Setting name -> label (or None) from ``analysis.tables.table1``'s frame (its "Table 1" rows)."""
+    rows = t1[t1["section"] == "Table 1"]
+    return {str(s): (lab if isinstance(lab, str) else None) for s, lab in zip(rows["setting"], rows["label"])}
+
+
+def run_configs(runs: pd.DataFrame) -> dict[str, dict]:
+    """Label -> resolved ``algo_cfg`` from a runs table (``Results.analysed``: columns label, config);
+    the first run of each label with one (the runs of a label share it: a label is its config)."""
+    out: dict[str, dict] = {}
+    for label, config in zip(runs["label"], runs["config"]):
+        if label not in out and isinstance(config, dict) and isinstance(config.get("algo_cfg"), dict):
+            out[str(label)] = config["algo_cfg"]
+    return out
+
+
+def run_versions(runs: pd.DataFrame) -> dict[str, str]:
+    """Package -> version from a runs table (column ``versions``); several versions of one package
+    are joined with " / " (most runs first)."""
+    from collections import Counter
+    seen: dict[str, Counter] = {}
+    for versions in runs["versions"] if "versions" in runs else []:
+        if isinstance(versions, dict):
+            for pkg, v in versions.items():
+                seen.setdefault(str(pkg), Counter())[str(v)] += 1
+    return {pkg: " / ".join(v for v, _ in c.most_common()) for pkg, c in seen.items()}
+
+
+# ---------------------------------------------------------------------------------------
 # Table 1: normalisation, means, the joint bootstrap
 
 def _t1_labels(table1_labels: dict[str, str | None]) -> dict[str, str]:
@@ -125,8 +156,8 @@ def table1_beside_paper(scores: pd.DataFrame, random: dict[str, float], table1_l
     paper, paper_in_ci, rank, paper_rank``. ``mean``: average normalised score over the seeds x
     environments matrix (``table1_normalised``), 95% stratified-bootstrap CI from
     ``analysis.stats.mean_estimate`` (rliable, ``reps`` resamples, ``seed``); NaN for a setting not run
-    or lacking an environment. ``rank``: 1 = highest mean here; ``paper_rank``: the same in the paper
-    (equal numbers share the lower rank)."""
+    or lacking an environment. ``rank``: 1 = highest mean here; ``paper_rank``: the same by the paper's
+    numbers; both among the settings measured here (equal numbers share the lower rank)."""
     normed, _, envs, _ = table1_normalised(scores, random, table1_labels)
     matrices, _ = _matrices(normed, envs, table1_labels)
     rows = []
@@ -145,7 +176,8 @@ def table1_beside_paper(scores: pd.DataFrame, random: dict[str, float], table1_l
     out = pd.DataFrame(rows, columns=["setting", "label", "mean", "low", "high", "runs", "seeds", "paper",
                                       "paper_in_ci"])
     out["rank"] = out["mean"].rank(ascending=False, method="min")
-    out["paper_rank"] = out["paper"].rank(ascending=False, method="min").where(out["mean"].notna())
+    # both ranks among the settings measured here, so that they compare like with like
+    out["paper_rank"] = out["paper"].where(out["mean"].notna()).rank(ascending=False, method="min")
     return out
 
 

@@ -141,6 +141,9 @@ def test_setting_not_run_or_missing_an_environment_is_shown_not_averaged():
     assert np.isnan(t.loc["Clipping, ε = 0.3", "mean"]) and t.loc["Clipping, ε = 0.3", "paper_in_ci"] is None
     tau = paper.table1_rank_correlation(scores, RANDOM, labels, reps=REPS).iloc[0]
     assert tau["settings"] == 9
+    # ranks among the 9 measured: the paper's 0.70 (ε = 0.3) and 0.69 (β = 10) are out
+    assert t["paper_rank"].dropna().sort_values().tolist() == [1, 2, 3, 4, 5, 5, 7, 8, 9]
+    assert np.isnan(t.loc["Clipping, ε = 0.3", "paper_rank"])
     assert any(isinstance(p, Table) for p in paper.table1_parts(scores, RANDOM, labels, reps=REPS))
 
 
@@ -380,3 +383,16 @@ def test_a_single_seed_draws_no_conclusion():
     assert set(c["status"]) == {"unknown"} and set(c["vs_trpo"]) == {"unknown"}
     assert paper.figure3_ranking(scores, reps=REPS)["ahead"].isna().all()
     assert any(isinstance(p, Table) for p in paper.figure3_parts(scores, reps=REPS))
+
+
+def test_inputs_from_a_report():
+    t1 = pd.DataFrame({"section": ["Table 1", "Table 1", "algorithms"], "setting": [paper.CLIP_02, paper.NO_CLIP, "trpo"],
+                       "label": ["ppo_clip", None, "trpo"]})
+    assert paper.table1_labels_from(t1) == {paper.CLIP_02: "ppo_clip", paper.NO_CLIP: None}
+    runs = pd.DataFrame({"label": ["ppo_clip", "ppo_clip", "trpo", "ppo_kl"],
+                         "config": [{"algo_cfg": {"lr_anneal": True}}, {"algo_cfg": {"lr_anneal": False}},
+                                    {"algo_cfg": {"max_kl": 0.01}}, None],
+                         "versions": [{"gymnasium": "1.4.0", "mujoco": "3.3.0"}, {"gymnasium": "1.4.0"},
+                                      {"gymnasium": "1.3.0"}, None]})
+    assert paper.run_configs(runs) == {"ppo_clip": {"lr_anneal": True}, "trpo": {"max_kl": 0.01}}
+    assert paper.run_versions(runs) == {"gymnasium": "1.4.0 / 1.3.0", "mujoco": "3.3.0"}
