@@ -158,13 +158,17 @@ LATER_BASELINES_SOURCE = ("openai/baselines d9f194f (2017-08-27) and later, base
 MUJOCO_VERSION_SOURCE = "gymnasium 1.4.0, gymnasium/envs/mujoco/<env>_v5.py, \"Version History\""
 MUJOCO_V5_CHANGES: dict[str, str] = {
     "HalfCheetah": "no change to dynamics or reward beyond the simulator (v5 renames info keys only)",
-    "Hopper": "v5: the healthy reward (1 per step) is paid only while healthy (v1-v4 paid it on every step)",
-    "Walker2d": ("v5: both feet have friction 1.9 (v2-v4: left 1.9, right 0.9), so the right foot slides less; "
-                 "the healthy reward is paid only while healthy"),
-    "InvertedPendulum": "v5: the per-step reward of 1 is paid only while the pole is up (not on the terminal step)",
-    "InvertedDoublePendulum": ("v5: the healthy reward is paid only while healthy; the always-zero constraint "
-                               "forces were removed from the observation"),
-    "Reacher": ("v5: the distance reward is computed after the physics step (before it, up to v4); the always-zero "
-                "fingertip z was removed from the observation"),
+    # The episode ends on the first unhealthy step, so paying the healthy reward only while healthy
+    # changes the return of an episode that ends by falling by exactly that one step's reward.
+    "Hopper": ("v5: the healthy reward is paid only while healthy (v1-v4: on every step); as a fall ends the "
+               "episode, a fallen episode's return is 1 lower, nothing else"),
+    "Walker2d": ("v5: both feet have friction 1.9 (v2-v4: left 1.9, right 0.9), so the right foot slides less "
+                 "(a change of the dynamics); the healthy reward is paid only while healthy (a fallen episode's "
+                 "return is 1 lower)"),
+    "InvertedPendulum": "v5: the reward of the terminal step (pole fallen) is 0, not 1: a failed episode's return is 1 lower",
+    "InvertedDoublePendulum": ("v5: the healthy reward (10) is paid only while healthy: a failed episode's return is "
+                               "10 lower; the always-zero constraint forces were removed from the observation"),
+    "Reacher": ("v5: the distance reward is computed after the physics step (before it, up to v4), so every "
+                "step's reward differs; the always-zero fingertip z was removed from the observation"),
     "Swimmer": "no change to dynamics or reward beyond the simulator (v5 adds options and renames info keys)",
 }
