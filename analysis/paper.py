@@ -428,7 +428,8 @@ def table1_parts(scores: pd.DataFrame, random: dict[str, float], table1_labels: 
             f"{tau['high']:.2f}] over {int(tau['settings'])} settings (τ = 1: the same order, 0: unrelated, −1: "
             f"reversed; τ-b counts the paper's tie, 0.71 twice). CI: percentile bootstrap, {int(tau['reps'])} "
             f"resamples (seed {int(tau['seed'])}), each setting's runs resampled within each environment and the "
-            f"11 means and τ recomputed. scipy's test of τ = 0, which takes both sets of means as exact, gives "
+            f"11 means and τ recomputed (a plain stratified bootstrap like the Table 1 CIs: with 3 seeds it is "
+            f"somewhat narrow). scipy's test of τ = 0, which takes both sets of means as exact, gives "
             f"p = {tau['p_value']:.3g}.")
     else:
         parts.append("Rank agreement with the paper: fewer than 3 settings were measured on every environment; "
