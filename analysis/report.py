@@ -26,12 +26,12 @@ import pandas as pd
 from analysis import figures as figs
 from analysis import stats
 from analysis.load import REPORTS_DIR, AnalysisError, Results, load_results, order_labels, split_label
-from analysis.reference import ATARI_SOURCE, PAPER, TABLE2
+from analysis.reference import ATARI_SOURCE, PAPER, TABLE1, TABLE2
 from analysis.scores import (SCORE_NAMES, human_normalise, normalise_random_best, published_atari_scores,
                              random_scores, run_scores, score_dict, scoring)
 from analysis.tables import (Table, aggregate_presentable, aggregate_table, env_score_presentable, env_score_table,
-                             fmt, llm_presentable, llm_table, poi_presentable, poi_table, table1, table1_presentable,
-                             table2, table2_presentable)
+                             fmt, llm_presentable, llm_table, poi_presentable, poi_table, table1, table1_label,
+                             table1_presentable, table2, table2_presentable)
 
 MAX_POI_LABELS = 24     # past this the matrix is unreadable: it keeps the plain algorithms and Table 1 rows
 
@@ -225,7 +225,8 @@ def _mujoco_sections(report: Report, measure_random) -> None:
     report.notes.extend(n for n in results.warnings if n not in report.notes)
     envs = sorted(scores["env"].unique())
     random, problems = random_scores(results.root, suite, envs, measure_random)
-    normed, constants, norm_problems = normalise_random_best(scores, random)
+    t1_labels = _table1_labels(results, suite, scores)
+    normed, constants, norm_problems = _normalise(scores, random, [lab for lab in t1_labels.values() if lab])
     report.notes += problems + norm_problems
     norm_envs = sorted(normed.loc[normed["normalised"].notna(), "env"].unique())
     report.csv["run_scores"] = normed
@@ -237,13 +238,15 @@ def _mujoco_sections(report: Report, measure_random) -> None:
         sec.parts.append(
             f"Score of a run: the {SCORE_NAMES['last100']}; per environment shifted and scaled so that the random "
             f"policy (uniform random actions, {100} episodes, measured by pg-arena and cached in "
-            f"{suite}/random_scores.json) scores 0 and the best setting of this report (highest mean over seeds) "
+            f"{suite}/random_scores.json) scores 0 and, as in the paper, the best of the Table 1 settings present "
+            f"(highest mean over seeds; on an environment without Table 1 runs, the best setting of this report) "
             f"scores 1; then averaged over the runs × environments of a setting (seeds present on every "
             f"environment). 95% stratified-bootstrap CI (rliable, {reps} resamples, seed {stats.BOOTSTRAP_SEED}). "
             f"'paper': {PAPER}, Table 1 (7 MuJoCo -v1 environments, 1M steps, 3 seeds; its best result = 1 over "
             f"its 11 settings). This report: {len(norm_envs)} environment(s) at {results.budgets[suite]:,} steps.")
         sec.parts.append(table1_presentable(t, len(norm_envs)))
     report.section("Table 1 — normalised scores", "table1", t1)
+    _paper_sections(report, scores, random, t1_labels)
 
     def per_env(sec: Section) -> None:
         t = env_score_table(scores, reps=reps)
@@ -257,6 +260,59 @@ def _mujoco_sections(report: Report, measure_random) -> None:
                      if isinstance(lab, str)]
         _rliable_sections(report, normed, norm_envs, "normalised", "normalised score", prefer=t1_labels)
     _curve_sections(report)
+
+
+def _table1_labels(results: Results, suite: str, scores: pd.DataFrame) -> dict[str, str | None]:
+    """The label whose runs are each of the paper's Table 1 settings (None where none are)."""
+    labels = order_labels(scores["label"].unique())
+    counts = scores.groupby("label").size().to_dict()
+    return {row.name: table1_label(results, suite, row, labels, counts) for row in TABLE1}
+
+
+def _normalise(scores: pd.DataFrame, random: dict[str, float], t1_labels: list[str]):
+    """The paper's normalisation: random 0, the best Table 1 setting 1 (the paper's best result over its
+    11 settings), so that other algorithms in the same report do not move Table 1's numbers; an
+    environment without Table 1 runs is scaled by its best setting."""
+    with_t1 = set(scores.loc[scores["label"].isin(t1_labels), "env"])
+    if not with_t1:
+        return normalise_random_best(scores, random)
+    parts = [normalise_random_best(scores[scores["env"].isin(with_t1)], random, t1_labels)]
+    if set(scores["env"]) - with_t1:
+        parts.append(normalise_random_best(scores[~scores["env"].isin(with_t1)], random))
+    normed = pd.concat([p[0] for p in parts]).sort_index()
+    constants = pd.concat([p[1] for p in parts], ignore_index=True).sort_values("env", ignore_index=True)
+    return normed, constants, [n for p in parts for n in p[2]]
+
+
+def _paper_sections(report: Report, scores: pd.DataFrame, random: dict[str, float],
+                    t1_labels: dict[str, str | None]) -> None:
+    """The MuJoCo results beside the PPO paper (``analysis/paper.py``): Table 1 with the paper's numbers,
+    Kendall's tau and the paper's conclusions judged; Figure 3's algorithms ranked per environment;
+    ppo_clip against CleanRL; where the conditions differ."""
+    from analysis import paper
+    reps, suite = report.reps, report.suite
+    runs = report.results.analysed[report.results.analysed["suite"] == suite]
+    if any(t1_labels.values()):
+        def t1(sec: Section) -> None:
+            report.csv["paper_table1"] = paper.table1_beside_paper(scores, random, t1_labels, reps)
+            report.csv["paper_verdicts"] = paper.table1_verdicts(scores, random, t1_labels, reps)
+            report.csv["paper_kendall_tau"] = paper.table1_rank_correlation(scores, random, t1_labels, reps)
+            sec.parts.extend(paper.table1_parts(scores, random, t1_labels, reps))
+        report.section("Table 1 beside the paper", "paper-table1", t1)
+    if len(paper.figure3_labels(scores)) >= 2:
+        def fig3(sec: Section) -> None:
+            report.csv["paper_figure3_ranking"] = paper.figure3_ranking(scores, reps=reps)
+            sec.parts.extend(paper.figure3_parts(scores, reps))
+        report.section("Figure 3 beside the paper: the algorithms ranked per environment", "paper-figure3", fig3)
+    if "ppo_clip" in set(scores["label"]):
+        def cleanrl(sec: Section) -> None:
+            report.csv["paper_cleanrl"] = paper.cleanrl_table(scores, "ppo_clip", reps)
+            sec.parts.extend(paper.cleanrl_parts(scores, "ppo_clip", reps))
+        report.section("PPO against CleanRL's published runs", "paper-cleanrl", cleanrl)
+    report.section("Conditions: where this differs from the paper, and how much it matters", "paper-conditions",
+                   lambda sec: sec.parts.extend(paper.conditions_parts(scores, random, t1_labels,
+                                                                       paper.run_configs(runs),
+                                                                       paper.run_versions(runs))))
 
 
 def _atari_sections(report: Report) -> None:
