@@ -312,7 +312,7 @@ def _paper_sections(report: Report, scores: pd.DataFrame, random: dict[str, floa
     report.section("Conditions: where this differs from the paper, and how much it matters", "paper-conditions",
                    lambda sec: sec.parts.extend(paper.conditions_parts(scores, random, t1_labels,
                                                                        paper.run_configs(runs),
-                                                                       paper.run_versions(runs))))
+                                                                       paper.run_versions(runs), reps=reps)))
 
 
 def _atari_sections(report: Report) -> None:

@@ -396,3 +396,37 @@ def test_inputs_from_a_report():
                                       {"gymnasium": "1.3.0"}, None]})
     assert paper.run_configs(runs) == {"ppo_clip": {"lr_anneal": True}, "trpo": {"max_kl": 0.01}}
     assert paper.run_versions(runs) == {"gymnasium": "1.4.0 / 1.3.0", "mujoco": "3.3.0"}
+
+
+def test_schedule_effect_by_hand():
+    """The released code's constant schedule against the annealed ε = 0.2 setting: per environment the
+    difference of means with Welch's interval (by the formula), and the normalised aggregate."""
+    from scipy.stats import t as student_t
+    scores = table1_scores(PAPER_LEVELS, 0.05)
+    annealed = T1_LABELS[paper.CLIP_02]
+    constant = "ppo_clip+clip_anneal=false+lr_anneal=false"
+    rng = np.random.default_rng(7)
+    scores = pd.concat([scores, pd.DataFrame(_rows(constant, {e: RANDOM[e] + SCALE[e] * (0.5 + 0.05 * rng.standard_normal(3))
+                                                             for e in ENVS}))], ignore_index=True)
+    cfg = {"lr": 3e-4, "clip_eps": 0.2, "lr_anneal": True, "clip_anneal": True, "num_epochs": 10}
+    configs = {annealed: cfg, constant: {**cfg, "lr_anneal": False, "clip_anneal": False},
+               "ppo_clip+clip_anneal=false+lr_anneal=false+num_epochs=3":
+                   {**cfg, "lr_anneal": False, "clip_anneal": False, "num_epochs": 3}}
+    assert paper.constant_schedule_label(configs, annealed) == constant
+    assert paper.constant_schedule_label({annealed: cfg}, annealed) is None        # never run both ways
+    effect = paper.schedule_effect(scores, RANDOM, T1_LABELS, configs, reps=REPS).set_index("env")
+    for env in ENVS:
+        x = scores.query("label == @constant and env == @env")["score"].to_numpy()
+        y = scores.query("label == @annealed and env == @env")["score"].to_numpy()
+        vx, vy = x.var(ddof=1) / 3, y.var(ddof=1) / 3
+        dof = (vx + vy) ** 2 / (vx ** 2 / 2 + vy ** 2 / 2)
+        half = student_t.ppf(0.975, dof) * math.sqrt(vx + vy)
+        r = effect.loc[env]
+        assert r["difference"] == pytest.approx(x.mean() - y.mean(), rel=1e-12)
+        assert (r["low"], r["high"]) == pytest.approx((x.mean() - y.mean() - half, x.mean() - y.mean() + half), rel=1e-9)
+        assert r["high"] < 0                       # built 0.32 below in normalised units, noise 0.05
+    agg = effect.loc["normalised (all)"]
+    assert agg["constant"] < agg["annealed"] and agg["high"] < 0 and agg["low"] < agg["difference"] < agg["high"]
+    parts = paper.conditions_parts(scores, RANDOM, T1_LABELS, configs, reps=REPS)
+    assert any(isinstance(p, Table) and p.anchor == "paper-schedule-effect" for p in parts)
+    assert "behind on 4 of 4" in " ".join(p for p in parts if isinstance(p, str))
