@@ -378,9 +378,12 @@ def plan_batches(runs: list[RunConfig], batch_runs: int | None, jobs: int) -> li
     return min(candidates, key=lambda c: estimated_minutes(suite, c, jobs))
 
 
-# Rough training speed of one run on one core of the development machine, for the plan's
-# time estimate only (docs/BENCHMARKS.md has the measured numbers).
-ESTIMATED_SPS = {"mujoco": 3000, "atari": 150,   # atari, one thread: ppo ~560 (fp32), ~40 trpo, ~170 groups
+# Rough training speed of one run on one core of the development machine while the other core is
+# busy too (a sweep fills the machine), for the plan's time estimate only (docs/BENCHMARKS.md has the
+# measured numbers). MuJoCo: a lone ppo_clip run makes ~3.0k steps/s with the other core idle, but
+# 1.8k (Hopper) to 2.0k (HalfCheetah) per process with jobs=2 (bench/batched.py, one run per process);
+# 3000 here underestimated Table 1's grid by 1.4-1.9x.
+ESTIMATED_SPS = {"mujoco": 1900, "atari": 150,   # atari, one thread: ppo ~560 (fp32), ~40 trpo, ~170 groups
                  "llm_toy": 100}                  # llm_toy: completions per second
 # A stack of K runs (the batched engine) steps K / (1 + (K - 1) * c) times as fast as a lone run:
 # each further run costs about c of a lone run's time (one process, Hopper: 8 runs 2.9x, 16 runs
