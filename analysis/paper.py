@@ -836,42 +836,45 @@ def constant_schedule_label(configs: dict[str, dict], annealed: str) -> str | No
 def schedule_effect(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
                     configs: dict[str, dict], reps: int = stats.DEFAULT_REPS,
                     seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
-    """What the annealing changes: Table 1's ε = 0.2 setting (annealed) against the same config with the
-    released code's constant schedule, where both were run. Rows ``env`` per environment (raw returns:
+    """What the annealing changes: each Table 1 setting (annealed) against the same config with the
+    released code's constant schedule, where both were run (``bench/paper_mujoco.sh`` runs ε = 0.2 and
+    no clipping or penalty both ways). Per setting, rows ``env`` per environment (raw returns:
     ``annealed``, ``constant``, ``difference`` = constant − annealed with Welch's 95% interval ``low``,
     ``high``) and one row ``env = "normalised (all)"``: the two average normalised scores (Table 1's
     constants: random 0, best Table 1 setting 1) over the environments both have, and their difference
     with a 95% stratified-bootstrap CI (rliable's resampling, ``reps``, ``seed``). Empty when no
     constant-schedule run exists."""
-    columns = ["env", "annealed_label", "constant_label", "seeds", "annealed", "constant", "difference", "low", "high"]
-    annealed = _t1_labels(table1_labels).get(CLIP_02)
-    constant = constant_schedule_label(configs, annealed) if annealed else None
-    if constant is None:
-        return pd.DataFrame(columns=columns)
-    a, c = scores[scores["label"] == annealed], scores[scores["label"] == constant]
-    envs = sorted(set(a["env"]) & set(c["env"]))
-    rows = []
-    for env in envs:
-        x, y = c.loc[c["env"] == env, "score"].to_numpy(float), a.loc[a["env"] == env, "score"].to_numpy(float)
-        diff, low, high = stats.welch_interval(x, y)
-        rows.append({"env": env, "seeds": min(len(x), len(y)), "annealed": float(y.mean()), "constant": float(x.mean()),
-                     "difference": diff, "low": low, "high": high})
+    columns = ["setting", "env", "annealed_label", "constant_label", "seeds", "annealed", "constant", "difference",
+               "low", "high"]
     _, constants, _, _ = table1_normalised(scores, random, table1_labels)
     consts = constants.set_index("env") if len(constants) else None
-    norm_envs = [e for e in envs if consts is not None and e in consts.index and e in random]
-    if norm_envs:
-        both = scores[scores["label"].isin([annealed, constant]) & scores["env"].isin(norm_envs)].copy()
-        both["normalised"] = [(r.score - random[r.env]) / (consts.loc[r.env, "best"] - random[r.env])
-                              for r in both.itertuples()]
-        mc, _ = score_matrix(both, constant, norm_envs, "normalised")
-        ma, _ = score_matrix(both, annealed, norm_envs, "normalised")
-        if mc is not None and ma is not None:
-            diff, low, high = stats.difference_estimate(mc, ma, reps, seed)
-            rows.append({"env": "normalised (all)", "seeds": min(len(mc), len(ma)),
-                         "annealed": float(np.mean(ma)), "constant": float(np.mean(mc)),
-                         "difference": diff, "low": low, "high": high})
-    return pd.DataFrame([{**r, "annealed_label": annealed, "constant_label": constant} for r in rows],
-                        columns=columns)
+    rows = []
+    for setting, annealed in _t1_labels(table1_labels).items():
+        constant = constant_schedule_label(configs, annealed)
+        if constant is None:
+            continue
+        a, c = scores[scores["label"] == annealed], scores[scores["label"] == constant]
+        envs = sorted(set(a["env"]) & set(c["env"]))
+        mine = []
+        for env in envs:
+            x, y = c.loc[c["env"] == env, "score"].to_numpy(float), a.loc[a["env"] == env, "score"].to_numpy(float)
+            diff, low, high = stats.welch_interval(x, y)
+            mine.append({"env": env, "seeds": min(len(x), len(y)), "annealed": float(y.mean()),
+                         "constant": float(x.mean()), "difference": diff, "low": low, "high": high})
+        norm_envs = [e for e in envs if consts is not None and e in consts.index and e in random]
+        if norm_envs:
+            both = scores[scores["label"].isin([annealed, constant]) & scores["env"].isin(norm_envs)].copy()
+            both["normalised"] = [(r.score - random[r.env]) / (consts.loc[r.env, "best"] - random[r.env])
+                                  for r in both.itertuples()]
+            mc, _ = score_matrix(both, constant, norm_envs, "normalised")
+            ma, _ = score_matrix(both, annealed, norm_envs, "normalised")
+            if mc is not None and ma is not None:
+                diff, low, high = stats.difference_estimate(mc, ma, reps, seed)
+                mine.append({"env": "normalised (all)", "seeds": min(len(mc), len(ma)),
+                             "annealed": float(np.mean(ma)), "constant": float(np.mean(mc)),
+                             "difference": diff, "low": low, "high": high})
+        rows += [{**r, "setting": setting, "annealed_label": annealed, "constant_label": constant} for r in mine]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def conditions_parts(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
@@ -963,10 +966,34 @@ def conditions_parts(scores: pd.DataFrame, random: dict[str, float], table1_labe
                            anchor="paper-annealing"))
     effect = schedule_effect(scores, random, table1_labels, configs, reps, seed)
     if effect.empty:
-        parts.append("How much the schedule matters is not measured here: no run of the ε = 0.2 setting with the "
-                     "released code's constant schedule (bench/paper_mujoco.sh runs one: algo=ppo_clip "
-                     "algo.lr_anneal=false algo.clip_anneal=false).")
+        parts.append("How much the schedule matters is not measured here: no Table 1 setting also ran with the "
+                     "released code's constant schedule (bench/paper_mujoco.sh runs two: algo=ppo_clip and the "
+                     "no-clipping setting with algo.lr_anneal=false algo.clip_anneal=false).")
         return parts
+    erows = []
+    for setting, group in effect.groupby("setting", sort=False):
+        label_c, label_a = group["constant_label"].iloc[0], group["annealed_label"].iloc[0]
+        agg = group[group["env"] == "normalised (all)"]
+        per_env = group[group["env"] != "normalised (all)"]
+        signs = [_versus(r.low, r.high) for r in per_env.itertuples()]
+        text = (f"How much the schedule matters for {setting}, measured: {label_c} (the released code's constant "
+                f"schedule) against {label_a} (annealed). Per environment, constant − annealed with Welch's 95% "
+                f"interval over seeds: constant is ahead on {signs.count('ahead')}, tied on {signs.count('tied')} "
+                f"and behind on {signs.count('behind')} of {len(per_env)} environment(s).")
+        if len(agg):
+            r = agg.iloc[0]
+            text += (f" Average normalised score (Table 1's constants): constant {r.constant:.2f}, annealed "
+                     f"{r.annealed:.2f}, difference {fmt_ci(r.difference, r.low, r.high, 2, sign=True)} (95% "
+                     f"stratified bootstrap, {reps} resamples, seed {seed}).")
+        parts.append(text)
+        for r in group.itertuples():
+            digits = 2 if r.env == "normalised (all)" else digits_for([r.annealed, r.constant])
+            erows.append([setting, r.env, str(r.seeds), fmt(r.annealed, digits), fmt(r.constant, digits),
+                          fmt_ci(r.difference, r.low, r.high, digits, sign=True)])
+    parts.append(Table("The schedule's effect: mean over seeds, constant − annealed [95% CI]",
+                       ["setting", "environment", "seeds", "annealed", "constant", "constant − annealed"], erows,
+                       anchor="paper-schedule-effect", numeric={2, 3, 4, 5}))
+    return parts
     label_c, label_a = effect["constant_label"].iloc[0], effect["annealed_label"].iloc[0]
     agg = effect[effect["env"] == "normalised (all)"]
     per_env = effect[effect["env"] != "normalised (all)"]

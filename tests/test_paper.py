@@ -414,7 +414,9 @@ def test_schedule_effect_by_hand():
                    {**cfg, "lr_anneal": False, "clip_anneal": False, "num_epochs": 3}}
     assert paper.constant_schedule_label(configs, annealed) == constant
     assert paper.constant_schedule_label({annealed: cfg}, annealed) is None        # never run both ways
-    effect = paper.schedule_effect(scores, RANDOM, T1_LABELS, configs, reps=REPS).set_index("env")
+    effect = paper.schedule_effect(scores, RANDOM, T1_LABELS, configs, reps=REPS)
+    assert set(effect["setting"]) == {paper.CLIP_02}      # the only setting run both ways
+    effect = effect.set_index("env")
     for env in ENVS:
         x = scores.query("label == @constant and env == @env")["score"].to_numpy()
         y = scores.query("label == @annealed and env == @env")["score"].to_numpy()
