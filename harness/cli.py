@@ -28,7 +28,12 @@ USAGE = """usage: ./run_all.sh [key=value ...]
                           process, split as the time estimate says is fastest); 1: one run per process
   threads=1               torch threads per process (default: cores / processes in parallel, so
                           one each when they fill the machine; executor=ray: 1)
-  executor=local|ray      local processes (default) or one Ray task per process
+  executor=local|ray|slurm  local processes (default), one Ray task per process, or one task of a
+                          Slurm job array per process (results_dir on the shared filesystem)
+  slurm_partition=gpu slurm_time=4:00:00 slurm_cpus_per_task=1 slurm_gpus_per_task=1 slurm_mem=4G
+  slurm_array_parallelism=50 slurm_account=lab slurm_qos=normal slurm_extra='--constraint=v100;--exclusive'
+  slurm_setup='source venv/bin/activate'   executor=slurm's sbatch options (Ctrl-C detaches; the
+                          same command re-attaches)
   ray_address=host:port   executor=ray: an existing cluster (or auto); default a local Ray
   ray_shared=true         executor=ray: results_dir is on storage every worker sees
   checkpoint_every=20     updates between checkpoints (a killed run resumes from the last)
@@ -70,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         if todo and sweep.executor == "ray":
             from harness.ray_executor import _ray
             _ray(sweep.ray_address)  # Ray installed? (before anything is written)
+        if todo and sweep.executor == "slurm":
+            from harness.slurm_executor import check_submission
+            check_submission(sweep, units)  # sbatch there, partition, time limit (before anything is submitted)
     except (ConfigError, ResultsDirError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -79,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         from harness.ray_executor import run_ray
         results = run_ray(todo, address=sweep.ray_address, jobs=sweep.jobs if "jobs" in top else None,
                           shared=sweep.ray_shared, num_gpus=sweep.ray_num_gpus, batches=units)
+    elif todo and sweep.executor == "slurm":
+        from harness.slurm_executor import run_slurm
+        results = run_slurm(todo, sweep, batches=units)
     elif todo:
         from harness.executor import run_local
         results = run_local(todo, min(sweep.jobs, len(units)), batches=units)
