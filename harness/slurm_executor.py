@@ -94,8 +94,10 @@ def _slurm(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
 
 
 def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "(no message)"
+    """The message of a Slurm tool's error output, on one line (without the "Try --help" hint)."""
+    lines = [line.strip() for line in text.strip().splitlines()
+             if line.strip() and not line.strip().startswith("Try ")]
+    return "; ".join(dict.fromkeys(lines))[:400] if lines else "(no message)"
 
 
 def partitions() -> dict[str, dict[str, str]]:
