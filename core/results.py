@@ -88,6 +88,11 @@ def write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> str
     return hashlib.sha256(data).hexdigest()
 
 
+# Config keys that do not change what a run computes: where it is stored, how often it checkpoints,
+# how many torch threads it uses, which trackers it also logs to.
+NOT_PROTOCOL = ("results_dir", "checkpoint_every", "threads", "track")
+
+
 def comparable_config(config: dict[str, Any] | None) -> dict[str, Any] | None:
     """A run's config without the keys that do not change what it computes (where its folder is,
     how often it checkpoints, how many torch threads it uses): a checkpoint or record moved
@@ -95,7 +100,7 @@ def comparable_config(config: dict[str, Any] | None) -> dict[str, Any] | None:
     if not isinstance(config, dict):
         return None
     # through JSON: a config read back from run.json has lists where the dataclass has tuples
-    return json.loads(json.dumps({k: v for k, v in config.items() if k not in ("results_dir", "checkpoint_every", "threads")}))
+    return json.loads(json.dumps({k: v for k, v in config.items() if k not in NOT_PROTOCOL}))
 
 
 def now() -> str:

@@ -41,11 +41,13 @@ USAGE = """usage: ./run_all.sh [key=value ...]
   preset=cleanrl          a named bundle of code-level options of the suite
   grid=table1             a named list of settings of the suite (the paper's Table 1)
   report=false            skip the report rendered at the end of the sweep
+  track=tensorboard,wandb each run also logs to TensorBoard / W&B (offline; pip install -e '.[tracking]')
   algo.<option>=value     an algorithm option, e.g. algo.clip_eps=0.1 (stored as a variant)
   suite.<option>=value    a suite option, e.g. suite.obs_norm=false
 
   ./run_all.sh help algo=ppo_clip [suite=mujoco]   every option, its default and its source
   ./run_all.sh report [suite=mujoco] [results_dir=results]   tables, figures, HTML/Markdown report
+  ./run_all.sh export track=tensorboard[,wandb] [results_dir=results]   logs of stored runs
   ./run_all.sh compare candidate=ppo_clip+clip_eps=0.3 baseline=ppo_clip [suite=mujoco]
 """
 
@@ -58,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "compare":   # runs what either side is missing, then analysis compares
         from harness.compare import main as compare_main
         return compare_main(argv)
+    if argv and argv[0] == "export":   # TensorBoard / W&B logs of stored runs
+        from harness.tracking import export_main
+        return export_main(argv[1:])
     if argv and argv[0] == "report":
         from analysis.cli import main as analysis_main
         return analysis_main(argv)

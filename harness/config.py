@@ -44,6 +44,7 @@ class SweepConfig:
     ray_shared: bool = False              # executor=ray: results_dir is on a filesystem every worker sees; write there directly
     ray_num_gpus: float = 0.25            # executor=ray, device=cuda: GPUs per run (a fraction: small runs share a GPU)
     device: str = "cpu"                   # torch device of the runs: cpu | cuda[:k] | auto (CUDA if present)
+    track: tuple[str, ...] = ()           # also log each run to tensorboard and/or wandb (offline); the CSVs stay the source
     slurm_partition: str | None = None    # executor=slurm: the partition (default: the cluster's default)
     slurm_time: str | None = None         # executor=slurm: time limit per task (Slurm's forms, e.g. 4:00:00); default the partition's
     slurm_cpus_per_task: int = 1          # executor=slurm: CPUs per task (a run or stack: its torch threads)
@@ -74,6 +75,7 @@ class RunConfig:
     results_dir: str
     device: str = "cpu"
     threads: int = 1                      # torch intra-op threads (how fast, not what: not compared on resume)
+    track: tuple[str, ...] = ()           # trackers the run also logs to (harness/tracking.py; not what it computes)
 
     @property
     def label(self) -> str:
@@ -223,6 +225,9 @@ def parse_sweep(top: dict[str, str]) -> SweepConfig:
     if not (g > 0 and (g <= 1 or float(g).is_integer())):
         raise ConfigError(f"ray_num_gpus={sweep.ray_num_gpus} must be a fraction in (0, 1] or a whole number")
     check_device(sweep.device, local=sweep.executor == "local")
+    from harness.tracking import check_trackers
+    sweep.track = tuple(dict.fromkeys(sweep.track))
+    check_trackers(sweep.track)
     return sweep
 
 
@@ -333,7 +338,7 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
                     eval_every=sweep.eval_every or scale.eval_every,
                     eval_episodes=sweep.eval_episodes or scale.eval_episodes,
                     checkpoint_every=sweep.checkpoint_every, algo_cfg=algo_cfg, suite_cfg=suite_cfg,
-                    results_dir=sweep.results_dir, device=sweep.device))
+                    results_dir=sweep.results_dir, device=sweep.device, track=sweep.track))
     return runs
 
 
