@@ -19,8 +19,8 @@ import torch
 import algos
 import suites
 from core.results import (EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, algorithm_source, atomic_write_bytes,
-                          atomic_write_text, comparable_config, git_commit, now, package_versions, read_run_json,
-                          write_csv)
+                          atomic_write_text, comparable_config, git_commit, hardware, now, package_versions,
+                          read_run_json, write_csv)
 from algos.stack import RunStack
 from core.rollout import collect_together
 from harness.config import RunConfig
@@ -109,7 +109,8 @@ class _Member:
         self.record = {
             "run_id": run.run_id, "suite": run.suite, "env": run.env, "algo": run.algo, "variant": run.variant,
             "seed": run.seed, "config": dataclasses.asdict(run), "versions": package_versions(),
-            "git_commit": git_commit(), "device": run.device, "host": os.uname().nodename, "pid": os.getpid(),
+            "git_commit": git_commit(), "device": run.device, "hardware": hardware(run.device),
+            "host": os.uname().nodename, "pid": os.getpid(),
             "start_time": now(), "end_time": None, "status": "running", "error": None, "global_step": 0,
             "resumed_from": None, "warnings": [],
             # the algorithm's own files (a variant's may be untracked, so the commit alone does not identify it)
