@@ -1,5 +1,6 @@
 """The Slurm executor against a real Slurm (slurmctld + slurmd): a sweep through the command
-line, a task requeued mid-run (``scontrol requeue``) that resumes from its checkpoint and ends
+line, a task requeued mid-run (``scontrol requeue``, and by itself on the time-limit signal) that
+resumes from its checkpoint and ends
 with the numbers of an uninterrupted run, a detached driver re-attaching to its array, a second
 sweep on the same results folder, and the checks that refuse bad input before ``sbatch``.
 
@@ -160,3 +161,34 @@ def test_a_detached_driver_re_attaches_and_a_second_sweep_does_not_submit_twice(
         rec = record(run.run_dir)
         assert is_done(run.run_dir) and rec["resumed_from"] is None   # each trained once, straight through
         assert [int(r["update"]) for r in read_rows(run.run_dir / "metrics.csv")] == list(range(1, 81))
+
+
+@needs_slurm
+def test_a_task_signalled_before_its_time_limit_requeues_itself_and_resumes(tmp_path):
+    """Shortly before a task's time limit Slurm sends it the signal asked for with
+    ``--signal=B:USR1@<grace>``; the task asks Slurm to requeue it, and its next attempt resumes.
+    Sent here at once with ``scancel --batch --signal=USR1``: the same signal to the same process."""
+    args = tiny_words(tmp_path, steps=8192, checkpoint_every=1, executor="slurm", report="false",
+                      slurm_time="1:00:00")
+    (run,) = plan_tiny(tmp_path, steps=8192, checkpoint_every=1)
+    proc = cli(args)
+    try:
+        wait_for(lambda: _submissions(tmp_path), 60, "the submission", proc, poll=0.1)
+        sub = _submissions(tmp_path)[0]
+        assert "#SBATCH --signal=B:USR1@90" in (sub / "submit.sh").read_text()
+        job = (sub / "job").read_text().strip()
+        wait_for(lambda: _progress_after_checkpoint(run), 240, "a checkpoint", proc, poll=0.05)
+        subprocess.run(["scancel", "--batch", "--signal=USR1", f"{job}_0"], check=True)
+        out, err = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err[-4000:]
+    assert "ran 1 run(s) (1 resumed from a checkpoint)" in out, out
+    log = next(sub.glob("slurm-*_0.out")).read_text()
+    assert "requeueing job" in log and "DUE TO JOB REQUEUE" in log, log[-2000:]
+    assert [int(r["update"]) for r in read_rows(run.run_dir / "metrics.csv")] == list(range(1, 33))
+    (ref,) = plan_tiny(tmp_path / "ref", steps=8192)
+    train(ref)
+    same_numbers(ref.run_dir, run.run_dir)
