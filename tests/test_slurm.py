@@ -1,8 +1,8 @@
 """The Slurm executor against a real Slurm (slurmctld + slurmd): a sweep through the command
 line, a task requeued mid-run (``scontrol requeue``, and by itself on the time-limit signal) that
-resumes from its checkpoint and ends
-with the numbers of an uninterrupted run, a detached driver re-attaching to its array, a second
-sweep on the same results folder, and the checks that refuse bad input before ``sbatch``.
+resumes from its checkpoint and ends with the numbers of an uninterrupted run, a detached driver
+re-attaching to its array, a second sweep on the same results folder, and the checks that refuse
+bad input before ``sbatch``.
 
 They need a cluster; ``scripts/ci_slurm.sh`` starts a one-node one (scripts/slurm_cluster.sh)
 and sets ``PG_ARENA_SLURM=1``. Without it they are skipped, except the check that needs no
