@@ -15,7 +15,8 @@ Layout of an archive folder (``write_archive`` / ``load_archive``):
   config, package versions, git commit, host, start/end time, wall seconds;
 - ``scores.csv.gz``: each analysed run's score of every kind (``last100``, ``all``, ``final_eval``);
 - ``curves.csv.gz``: each analysed run's running mean of its last 100 episode returns at the
-  report's ``CURVE_POINTS`` steps;
+  report's ``CURVE_POINTS`` steps; ``wall_curves.csv.gz``: the same against wall-clock seconds (each
+  setting read at ``CURVE_POINTS`` times up to its shortest seed's end);
 - ``frame.csv.gz``: the other tidy rows the report reads (evaluations and metrics of the suites
   whose report uses them; none for MuJoCo);
 - ``<suite>/random_scores.json``: the random-policy scores the normalisation used.
@@ -34,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.load import FRAME_COLUMNS, RUN_KEYS, AnalysisError, Results
+from analysis.load import FRAME_COLUMNS, RUN_KEYS, AnalysisError, Results, wall_times
 from analysis.scores import RANDOM_CACHE, run_scores
 
 ARCHIVE_FORMAT = 1
@@ -55,7 +56,7 @@ def _keys_as_text(frame: pd.DataFrame) -> pd.DataFrame:
 
 def summarize(results: Results, suite: str) -> Results:
     """``results`` of one suite reduced to what a report reads (see the module docstring)."""
-    from analysis.figures import run_curves
+    from analysis.figures import run_curves, wall_clock_curves
     if results.scores:
         return results          # already a summary (read from an archive)
     have = set(results.frame["metric"].unique()) if len(results.frame) else set()
@@ -67,13 +68,16 @@ def summarize(results: Results, suite: str) -> Results:
     episodes = episodes[episodes["suite"] == suite]
     steps = results.budgets.get(suite)
     curves = _keys_as_text(run_curves(episodes, steps)) if steps and len(episodes) else None
+    walls = wall_times(results.analysed[results.analysed["suite"] == suite]) if len(episodes) else None
+    wall_curves = (_keys_as_text(wall_clock_curves(episodes, walls)) if walls is not None and len(walls)
+                   else None)
     frame = results.frame[(results.frame["suite"] == suite) & ~results.frame["metric"].isin(EPISODE_METRICS)]
     runs = results.runs[results.runs["suite"] == suite].reset_index(drop=True)
     from core.sweeplog import sweep_segments
     sweeps = [{k: v for k, v in piece.items() if k != "file"} for piece in sweep_segments(results.root, suite)]
     return Results(root=results.root, runs=runs, frame=_keys_as_text(frame).reset_index(drop=True),
                    warnings=list(results.warnings), budgets={suite: steps} if steps else {}, scores=scores,
-                   curves=curves, source=results.source, sweeps=sweeps)
+                   curves=curves, wall_curves=wall_curves, source=results.source, sweeps=sweeps)
 
 
 # ---------------------------------------------------------------------------------------
@@ -122,6 +126,8 @@ def write_archive(summary: Results, suite: str, path: str | Path) -> Path:
     _write(out / "scores.csv.gz", table.to_csv(index=False).encode())
     curves = summary.curves if summary.curves is not None else pd.DataFrame(columns=RUN_KEYS + ["step", "value"])
     _write(out / "curves.csv.gz", curves.to_csv(index=False).encode())
+    if summary.wall_curves is not None:
+        _write(out / "wall_curves.csv.gz", summary.wall_curves.to_csv(index=False).encode())
     frame = summary.frame[summary.frame["suite"] == suite] if len(summary.frame) else summary.frame
     _write(out / "frame.csv.gz", frame[FRAME_COLUMNS].to_csv(index=False).encode())
     random = root / suite / RANDOM_CACHE
@@ -166,6 +172,7 @@ def load_archive(path: str | Path) -> Results:
             rows = [json.loads(line) for line in f if line.strip()]
         scores_table = _read_csv(root / "scores.csv.gz")
         curves = _read_csv(root / "curves.csv.gz")
+        wall_curves = _read_csv(root / "wall_curves.csv.gz") if (root / "wall_curves.csv.gz").exists() else None
         frame = _read_csv(root / "frame.csv.gz")
     except (OSError, ValueError, KeyError) as exc:
         raise AnalysisError(f"archive {root} is unreadable: {type(exc).__name__}: {exc}") from None
@@ -184,6 +191,7 @@ def load_archive(path: str | Path) -> Results:
     return Results(root=root, runs=runs, frame=frame, warnings=list(meta.get("warnings", [])),
                    budgets={meta["suite"]: int(budget)} if budget else {}, scores=scores,
                    curves=curves if len(curves) else None, sweeps=list(meta.get("sweeps", [])),
+                   wall_curves=wall_curves if wall_curves is not None and len(wall_curves) else None,
                    source=f"archive {root} (made {meta.get('made')} from {meta.get('made_from')})")
 
 

@@ -43,7 +43,7 @@ from analysis.load import AnalysisError, ResultsWarning, load_results, split_lab
 from analysis.scores import SCORE_NAMES, random_scores, run_scores, scoring
 from analysis.tables import digits_for
 from core.options import field_defaults, format_value
-from core.results import same_learning
+from core.results import NOT_PROTOCOL, same_learning
 
 EXIT = {"better": 0, "worse": 1, "inconclusive": 3, "identical": 4}
 MAX_SEEDS = 100          # past this, "more than 100 seeds" (the difference is too small to matter)
@@ -183,7 +183,7 @@ def compare_scores(scores: pd.DataFrame, candidate: str, baseline: str, random: 
 # ---------------------------------------------------------------------------------------
 # the protocol: what both sides ran, and which differences were asked for
 
-IGNORED_SETTINGS = ("results_dir", "checkpoint_every", "threads")    # where and how fast, not what
+IGNORED_SETTINGS = NOT_PROTOCOL    # where and how fast, not what (core.results)
 RUN_IDENTITY = ("suite", "env", "algo", "variant", "seed")            # compared by pairing runs
 MISSING = "(not recorded)"
 

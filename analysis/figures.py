@@ -119,14 +119,45 @@ def run_curves(episodes: pd.DataFrame, steps: int, points: int = CURVE_POINTS, w
     return pd.concat(out, ignore_index=True)
 
 
+def wall_clock_curves(episodes: pd.DataFrame, walls: pd.DataFrame, points: int = CURVE_POINTS,
+                      window: int = LAST_EPISODES) -> pd.DataFrame:
+    """``run_curves`` against wall-clock seconds instead of steps. An episode's wall time is
+    interpolated between the updates' ``(global_step, wall_seconds)`` (``walls``: the tidy rows of
+    metrics.csv's ``wall_seconds``); each setting is read at ``points`` times up to the end of its
+    shortest seed on that environment (so every seed is in every point, and a faster setting's curve
+    ends sooner). Returns RUN_KEYS + [step, value] with ``step`` in seconds."""
+    ends = walls.groupby(RUN_KEYS, observed=True, sort=False)["value"].max()
+    until = ends.groupby(["env", "label"], observed=True).min()
+    clock = {key: (g["step"].to_numpy(dtype=float), g["value"].to_numpy(dtype=float))
+             for key, g in walls.groupby(RUN_KEYS, observed=True, sort=False)}
+    out = []
+    for key, g in episodes.groupby(RUN_KEYS, observed=True, sort=False):
+        if key not in clock:
+            continue
+        run = dict(zip(RUN_KEYS, key))
+        steps, seconds = clock[key]
+        at = np.interp(g["step"].to_numpy(dtype=float), np.concatenate([[0.0], steps]), np.concatenate([[0.0], seconds]))
+        running = pd.Series(g["value"].to_numpy()).rolling(window, min_periods=1).mean().to_numpy()
+        grid = np.linspace(0, until[(run["env"], run["label"])], points + 1)[1:]
+        idx = np.searchsorted(at, grid, side="right") - 1
+        part = pd.DataFrame({"step": grid, "value": np.where(idx >= 0, running[np.clip(idx, 0, None)], np.nan)})
+        for k, v in run.items():
+            part[k] = v
+        out.append(part)
+    if not out:
+        return pd.DataFrame(columns=RUN_KEYS + ["step", "value"])
+    return pd.concat(out, ignore_index=True)
+
+
 def learning_curves(curves: pd.DataFrame, envs: list[str], labels: list[str], styles: dict[str, dict],
-                    name: str, title: str, caption: str, ylabel: str = "episode return") -> Figure:
+                    name: str, title: str, caption: str, ylabel: str = "episode return",
+                    xlabel: str = "environment steps") -> Figure:
     """One axis per environment; per label the mean over seeds and a 95% bootstrap band."""
     with style():
-        return _learning_curves(curves, envs, labels, styles, name, title, caption, ylabel)
+        return _learning_curves(curves, envs, labels, styles, name, title, caption, ylabel, xlabel)
 
 
-def _learning_curves(curves, envs, labels, styles, name, title, caption, ylabel) -> Figure:
+def _learning_curves(curves, envs, labels, styles, name, title, caption, ylabel, xlabel="environment steps") -> Figure:
     rows, cols = _grid_shape(len(envs))
     fig, axes = _figure(rows, cols, figsize=(4.3 * cols, 3.3 * rows), squeeze=False)
     for ax in axes.flat[len(envs):]:
@@ -145,7 +176,7 @@ def _learning_curves(curves, envs, labels, styles, name, title, caption, ylabel)
             if len(table) > 1:
                 ax.fill_between(x, low, high, color=st["color"], alpha=0.18, linewidth=0)
         ax.set_title(env, fontsize=10)
-        ax.set_xlabel("environment steps")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 3))
     handles = [Line2D([], [], color=styles[lab]["color"], linestyle=styles[lab]["linestyle"], linewidth=2)

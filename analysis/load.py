@@ -64,6 +64,7 @@ class Results:
     # fixed step grid (``figures.run_curves``' rows). Empty until summarised.
     scores: dict[str, pd.DataFrame] = field(default_factory=dict)
     curves: pd.DataFrame | None = None
+    wall_curves: pd.DataFrame | None = None    # the curves against wall-clock seconds (``step`` in seconds)
     source: str | None = None           # what the rows came from, when not the folder ``root``
     sweeps: list[dict] = field(default_factory=list)   # the sweeps' wall-time records (core/sweeplog.py)
 
@@ -187,6 +188,7 @@ def _run_row(path: Path, suite_dir: Path) -> dict:
         "steps": config.get("steps"), "config": config,
         "versions": (record or {}).get("versions") or {}, "git_commit": (record or {}).get("git_commit"),
         "device": (record or {}).get("device"), "host": (record or {}).get("host"),
+        "hardware": (record or {}).get("hardware"),
         "start_time": (record or {}).get("start_time"), "end_time": (record or {}).get("end_time"),
         "wall_seconds": (record or {}).get("wall_seconds"), "error": (record or {}).get("error"),
         "run_id": (record or {}).get("run_id") or "/".join((suite_dir.name, *rel)),
@@ -410,3 +412,23 @@ def load_results(results_dir: str | Path, suite: str | None = None, steps: int |
     for message in messages:
         warnings.warn(message, ResultsWarning, stacklevel=2)
     return Results(root=root, runs=runs, frame=frame, warnings=messages, budgets=budgets)
+
+
+def wall_times(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each run's wall clock: the tidy rows (RUN_KEYS + step, value) of metrics.csv's ``wall_seconds``
+    against ``global_step``, read alone (the report's wall-clock curves need no other metric). Runs
+    whose metrics.csv lacks the column or cannot be read are left out."""
+    parts = []
+    for run in runs.to_dict("records"):
+        try:
+            table = pd.read_csv(Path(run["path"]) / "metrics.csv", usecols=["global_step", "wall_seconds"])
+        except (OSError, ValueError, pd.errors.ParserError):
+            continue
+        part = pd.DataFrame({"step": table["global_step"].to_numpy(dtype=np.int64),
+                             "value": table["wall_seconds"].to_numpy(dtype=float)})
+        for key in RUN_KEYS:
+            part[key] = run[key]
+        parts.append(part)
+    if not parts:
+        return pd.DataFrame(columns=RUN_KEYS + ["step", "value"])
+    return pd.concat(parts, ignore_index=True)[RUN_KEYS + ["step", "value"]]

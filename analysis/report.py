@@ -30,8 +30,8 @@ from analysis.reference import ATARI_SOURCE, PAPER, TABLE1, TABLE2
 from analysis.scores import (SCORE_NAMES, human_normalise, normalise_random_best, published_atari_scores,
                              random_scores, run_scores, score_dict, scoring)
 from analysis.tables import (Table, aggregate_presentable, aggregate_table, env_score_presentable, env_score_table,
-                             fmt, llm_presentable, llm_table, poi_presentable, poi_table, table1, table1_label,
-                             table1_presentable, table2, table2_presentable)
+                             fmt, llm_presentable, llm_table, poi_presentable, poi_table, runtime_presentable,
+                             runtime_table, table1, table1_label, table1_presentable, table2, table2_presentable)
 
 MAX_POI_LABELS = 24     # past this the matrix is unreadable: it keeps the plain algorithms and Table 1 rows
 
@@ -115,6 +115,9 @@ def build_report(results_dir: str | Path, suite: str, reps: int = stats.DEFAULT_
         _llm_sections(report)
     else:
         _generic_sections(report)
+    report.section("Runtime", "runtime", lambda sec: sec.parts.append(runtime_presentable(
+        runtime_table(report.results.analysed[report.results.analysed["suite"] == suite]),
+        report.results.labels(suite))))
     report.section("Runs, configuration and versions", "runs", lambda sec: _runs_section(report, sec))
     report.path = _write(report)
     return report
@@ -150,6 +153,16 @@ def _curve_sections(report: Report, metric: str = "episode_return", ylabel: str 
             name = "learning_curves" + (f"_{part}" if part else "")
             title = "Learning curves" + (f" — {part}" if part else "")
             sec.parts.append(figs.learning_curves(curves, envs, group, styles, name, title, cap, ylabel))
+        clock = results.wall_curves      # summarised: the same curves against wall-clock time
+        if metric == "episode_return" and clock is not None and len(clock[clock["suite"] == suite]):
+            clock = clock[clock["suite"] == suite].astype({"label": str, "env": str})
+            for part, group in figs.split_for_curves(labels):
+                sec.parts.append(figs.learning_curves(
+                    clock, envs, group, styles, "learning_curves_wall" + (f"_{part}" if part else ""),
+                    "Learning curves against wall-clock time" + (f" — {part}" if part else ""),
+                    "The same score against each run's wall-clock seconds (metrics.csv), up to the end of the "
+                    "setting's shortest seed; compare only runs made on one machine (see Runtime).",
+                    ylabel, xlabel="wall-clock seconds"))
     report.section("Learning curves (Figure 3 style)", "curves", build)
 
 

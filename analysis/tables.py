@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
+from core.results import describe_hardware
 from analysis.load import Results, order_labels, split_label, variant_overrides
 from analysis.reference import TABLE1, TABLE1_KEYS, TABLE2, TABLE2_METRICS, Table1Row
 from analysis.scores import score_dict, score_matrix, win_counts
@@ -376,3 +377,40 @@ def llm_presentable(t: pd.DataFrame, anchor: str = "llm") -> Table:
     return Table("LLM tasks — held-out score (first → last evaluation), KL to the reference, throughput; "
                  "mean [95% CI] over seeds", ["algorithm", "task", "score: start → end", "KL", "tokens/s", "seeds"],
                  rows, anchor=anchor, numeric={3, 4, 5}, notes=["; ".join(notes)])
+
+
+# ---------------------------------------------------------------------------------------
+# runtime (CleanRL's benchmark pages have one): how long each setting took, and on what
+
+def runtime_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per setting and environment: the runs, their mean wall time and steps per second (a run's
+    steps over its ``run.json`` wall seconds; runs trained as one stack share their process's time)
+    and the machines they ran on. ``runs``: ``Results.analysed`` rows."""
+    rows = []
+    for (label, env), g in runs.groupby(["label", "env"], sort=False):
+        wall = pd.to_numeric(g["wall_seconds"], errors="coerce")
+        steps = pd.to_numeric(g["steps"], errors="coerce")
+        sps = (steps / wall).replace([np.inf, -np.inf], np.nan)
+        machines = sorted({describe_hardware(h) for h in g.get("hardware", pd.Series([None] * len(g)))})
+        rows.append({"label": label, "env": env, "runs": len(g), "wall_minutes": wall.mean() / 60,
+                     "wall_minutes_sd": wall.std() / 60 if len(g) > 1 else np.nan, "steps_per_s": sps.mean(),
+                     "hardware": "; ".join(machines)})
+    return pd.DataFrame(rows, columns=["label", "env", "runs", "wall_minutes", "wall_minutes_sd", "steps_per_s",
+                                       "hardware"])
+
+
+def runtime_presentable(rt: pd.DataFrame, labels: list[str], anchor: str = "runtime") -> Table:
+    order = {label: i for i, label in enumerate(labels)}
+    rt = rt.assign(_o=rt["label"].map(order)).sort_values(["_o", "env"], kind="stable")
+    rows = [[r.label, r.env, str(r.runs),
+             fmt(r.wall_minutes, 1) + ("" if not np.isfinite(r.wall_minutes_sd) else f" ± {fmt(r.wall_minutes_sd, 1)}"),
+             f"{r.steps_per_s:,.0f}" if np.isfinite(r.steps_per_s) else "–", r.hardware] for r in rt.itertuples()]
+    machines = sorted({m for h in rt["hardware"] for m in h.split("; ")})
+    notes = ["Wall time from each run's run.json (mean ± sd over seeds); steps/s = a run's steps / its wall time. "
+             "Runs trained as one stack (the batched engine) each report the stack's wall time."]
+    if len(machines) > 1:
+        notes.append(f"These runs ran on {len(machines)} different machines ({'; '.join(machines)}): "
+                     f"their runtimes are not comparable with each other.")
+    return Table("Runtime per setting and environment", ["setting", "environment", "runs", "wall minutes",
+                                                          "steps/s per run", "hardware"], rows, notes, anchor,
+                 numeric={2, 3, 4})

@@ -88,6 +88,11 @@ def write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> str
     return hashlib.sha256(data).hexdigest()
 
 
+# Config keys that do not change what a run computes: where it is stored, how often it checkpoints,
+# how many torch threads it uses, which trackers it also logs to.
+NOT_PROTOCOL = ("results_dir", "checkpoint_every", "threads", "track")
+
+
 def comparable_config(config: dict[str, Any] | None) -> dict[str, Any] | None:
     """A run's config without the keys that do not change what it computes (where its folder is,
     how often it checkpoints, how many torch threads it uses): a checkpoint or record moved
@@ -95,7 +100,7 @@ def comparable_config(config: dict[str, Any] | None) -> dict[str, Any] | None:
     if not isinstance(config, dict):
         return None
     # through JSON: a config read back from run.json has lists where the dataclass has tuples
-    return json.loads(json.dumps({k: v for k, v in config.items() if k not in ("results_dir", "checkpoint_every", "threads")}))
+    return json.loads(json.dumps({k: v for k, v in config.items() if k not in NOT_PROTOCOL}))
 
 
 def now() -> str:
@@ -219,6 +224,52 @@ def package_versions() -> dict[str, str]:
             except metadata.PackageNotFoundError:
                 pass
     return _VERSIONS
+
+
+_HARDWARE: dict[str, Any] | None = None
+
+
+def hardware(device: str = "cpu") -> dict[str, Any]:
+    """The machine a run ran on, for ``run.json`` (runtimes from different machines must not be mixed
+    silently): CPU model, logical cores (and those this process may use), memory, and the GPU when
+    the run is on one."""
+    global _HARDWARE
+    if _HARDWARE is None:
+        model = None
+        try:
+            with open("/proc/cpuinfo") as f:
+                model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
+        except OSError:
+            pass
+        memory = None
+        try:
+            with open("/proc/meminfo") as f:
+                kb = next(int(line.split()[1]) for line in f if line.startswith("MemTotal"))
+            memory = round(kb / 2 ** 20, 1)
+        except (OSError, StopIteration, ValueError):
+            pass
+        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        _HARDWARE = {"cpu": model or platform.processor() or platform.machine(), "cores": os.cpu_count(),
+                     "usable_cores": usable, "memory_gib": memory, "machine": platform.machine(),
+                     "system": platform.system()}
+    out = dict(_HARDWARE)
+    if device.startswith("cuda"):
+        try:
+            import torch
+            index = torch.device(device).index or 0
+            out["gpu"] = torch.cuda.get_device_name(index)
+            out["gpu_memory_gib"] = round(torch.cuda.get_device_properties(index).total_memory / 2 ** 30, 1)
+        except Exception as exc:  # noqa: BLE001 - the record says why it has no GPU name
+            out["gpu"] = f"unknown ({type(exc).__name__})"
+    return out
+
+
+def describe_hardware(hw: dict | None) -> str:
+    """One line: 'CPU model, N cores[, GPU]' ('unknown' for runs stored before it was recorded)."""
+    if not isinstance(hw, dict) or not hw:
+        return "unknown"
+    text = f"{hw.get('cpu') or '?'}, {hw.get('cores') or '?'} cores"
+    return text + (f", {hw['gpu']}" if hw.get("gpu") else "")
 
 
 def git_commit() -> str | None:

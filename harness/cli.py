@@ -29,7 +29,12 @@ USAGE = """usage: ./run_all.sh [key=value ...]
                           process, split as the time estimate says is fastest); 1: one run per process
   threads=1               torch threads per process (default: cores / processes in parallel, so
                           one each when they fill the machine; executor=ray: 1)
-  executor=local|ray      local processes (default) or one Ray task per process
+  executor=local|ray|slurm  local processes (default), one Ray task per process, or one task of a
+                          Slurm job array per process (results_dir on the shared filesystem)
+  slurm_partition=gpu slurm_time=4:00:00 slurm_cpus_per_task=1 slurm_gpus_per_task=1 slurm_mem=4G
+  slurm_array_parallelism=50 slurm_account=lab slurm_qos=normal slurm_extra='--constraint=v100;--exclusive'
+  slurm_setup='source venv/bin/activate'   executor=slurm's sbatch options (Ctrl-C detaches; the
+                          same command re-attaches)
   ray_address=host:port   executor=ray: an existing cluster (or auto); default a local Ray
   ray_shared=true         executor=ray: results_dir is on storage every worker sees
   checkpoint_every=20     updates between checkpoints (a killed run resumes from the last)
@@ -37,11 +42,13 @@ USAGE = """usage: ./run_all.sh [key=value ...]
   preset=cleanrl          a named bundle of code-level options of the suite
   grid=table1             a named list of settings of the suite (the paper's Table 1)
   report=false            skip the report rendered at the end of the sweep
+  track=tensorboard,wandb each run also logs to TensorBoard / W&B (offline; pip install -e '.[tracking]')
   algo.<option>=value     an algorithm option, e.g. algo.clip_eps=0.1 (stored as a variant)
   suite.<option>=value    a suite option, e.g. suite.obs_norm=false
 
   ./run_all.sh help algo=ppo_clip [suite=mujoco]   every option, its default and its source
   ./run_all.sh report [suite=mujoco] [results_dir=results]   tables, figures, HTML/Markdown report
+  ./run_all.sh export track=tensorboard[,wandb] [results_dir=results]   logs of stored runs
   ./run_all.sh compare candidate=ppo_clip+clip_eps=0.3 baseline=ppo_clip [suite=mujoco]
 """
 
@@ -54,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "compare":   # runs what either side is missing, then analysis compares
         from harness.compare import main as compare_main
         return compare_main(argv)
+    if argv and argv[0] == "export":   # TensorBoard / W&B logs of stored runs
+        from harness.tracking import export_main
+        return export_main(argv[1:])
     if argv and argv[0] == "report":
         from analysis.cli import main as analysis_main
         return analysis_main(argv)
@@ -71,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         if todo and sweep.executor == "ray":
             from harness.ray_executor import _ray
             _ray(sweep.ray_address)  # Ray installed? (before anything is written)
+        if todo and sweep.executor == "slurm":
+            from harness.slurm_executor import check_submission
+            check_submission(sweep, units)  # sbatch there, partition, time limit (before anything is submitted)
     except (ConfigError, ResultsDirError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -84,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
                 from harness.ray_executor import run_ray
                 results = run_ray(todo, address=sweep.ray_address, jobs=sweep.jobs if "jobs" in top else None,
                                   shared=sweep.ray_shared, num_gpus=sweep.ray_num_gpus, batches=units)
+            elif sweep.executor == "slurm":
+                from harness.slurm_executor import run_slurm
+                results = run_slurm(todo, sweep, batches=units)
             else:
                 from harness.executor import run_local
                 results = run_local(todo, min(sweep.jobs, len(units)), batches=units)

@@ -17,7 +17,7 @@ from core.errors import ConfigError
 from core.options import format_value
 
 
-EXECUTORS = ("local", "ray")
+EXECUTORS = ("local", "ray", "slurm")
 
 
 @dataclass
@@ -44,6 +44,18 @@ class SweepConfig:
     ray_shared: bool = False              # executor=ray: results_dir is on a filesystem every worker sees; write there directly
     ray_num_gpus: float = 0.25            # executor=ray, device=cuda: GPUs per run (a fraction: small runs share a GPU)
     device: str = "cpu"                   # torch device of the runs: cpu | cuda[:k] | auto (CUDA if present)
+    track: tuple[str, ...] = ()           # also log each run to tensorboard and/or wandb (offline); the CSVs stay the source
+    slurm_partition: str | None = None    # executor=slurm: the partition (default: the cluster's default)
+    slurm_time: str | None = None         # executor=slurm: time limit per task (Slurm's forms, e.g. 4:00:00); default the partition's
+    slurm_cpus_per_task: int = 1          # executor=slurm: CPUs per task (a run or stack: its torch threads)
+    slurm_gpus_per_task: int | None = None  # executor=slurm: GPUs per task (default 1 with device=cuda, else none)
+    slurm_mem: str | None = None          # executor=slurm: memory per node of a task, e.g. 4G
+    slurm_array_parallelism: int | None = None  # executor=slurm: at most this many tasks of the array at once
+    slurm_account: str | None = None      # executor=slurm: the account charged
+    slurm_qos: str | None = None          # executor=slurm: the quality of service
+    slurm_extra: str | None = None        # executor=slurm: more #SBATCH options, ';'-separated, e.g. --constraint=v100;--exclusive
+    slurm_setup: str | None = None        # executor=slurm: a shell line run on the node first, e.g. 'source ~/venv/bin/activate'
+    slurm_python: str | None = None       # executor=slurm: the Python on the nodes (default: this one; same path on a shared FS)
 
 
 @dataclass
@@ -63,6 +75,7 @@ class RunConfig:
     results_dir: str
     device: str = "cpu"
     threads: int = 1                      # torch intra-op threads (how fast, not what: not compared on resume)
+    track: tuple[str, ...] = ()           # trackers the run also logs to (harness/tracking.py; not what it computes)
 
     @property
     def label(self) -> str:
@@ -197,10 +210,24 @@ def parse_sweep(top: dict[str, str]) -> SweepConfig:
         raise ConfigError(f"unknown executor {sweep.executor!r}; valid: {', '.join(EXECUTORS)}")
     if sweep.executor != "ray" and (sweep.ray_address is not None or sweep.ray_shared):
         raise ConfigError("ray_address= and ray_shared= need executor=ray")
+    slurm_keys = [k for k in top if k.startswith("slurm_")]
+    if sweep.executor != "slurm" and slurm_keys:
+        raise ConfigError(f"{', '.join(k + '=' for k in slurm_keys)} need{'s' if len(slurm_keys) == 1 else ''} executor=slurm")
+    for key in ("slurm_cpus_per_task", "slurm_array_parallelism"):
+        if getattr(sweep, key) is not None and getattr(sweep, key) <= 0:
+            raise ConfigError(f"{key}={getattr(sweep, key)} must be a positive integer")
+    if sweep.slurm_gpus_per_task is not None and sweep.slurm_gpus_per_task < 0:
+        raise ConfigError(f"slurm_gpus_per_task={sweep.slurm_gpus_per_task} must be 0 or more")
+    if sweep.slurm_time is not None:
+        from harness.slurm_executor import parse_time
+        parse_time(sweep.slurm_time)
     g = sweep.ray_num_gpus
     if not (g > 0 and (g <= 1 or float(g).is_integer())):
         raise ConfigError(f"ray_num_gpus={sweep.ray_num_gpus} must be a fraction in (0, 1] or a whole number")
-    check_device(sweep.device, local=sweep.executor != "ray")
+    check_device(sweep.device, local=sweep.executor == "local")
+    from harness.tracking import check_trackers
+    sweep.track = tuple(dict.fromkeys(sweep.track))
+    check_trackers(sweep.track)
     return sweep
 
 
@@ -236,6 +263,9 @@ def threads_per_run(sweep: SweepConfig, runs_in_parallel: int) -> int:
     if sweep.executor == "ray":
         return 1
     import suites
+    if sweep.executor == "slurm":   # a task's CPUs are what it asked Slurm for
+        limit = getattr(suites.get(sweep.suite), "max_threads", None) if sweep.suite in suites.names() else None
+        return min(sweep.slurm_cpus_per_task, limit) if limit else sweep.slurm_cpus_per_task
     share = max(1, (os.cpu_count() or 1) // max(1, min(sweep.jobs, runs_in_parallel)))
     limit = getattr(suites.get(sweep.suite), "max_threads", None) if sweep.suite in suites.names() else None
     return min(share, limit) if limit else share
@@ -308,7 +338,7 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
                     eval_every=sweep.eval_every or scale.eval_every,
                     eval_episodes=sweep.eval_episodes or scale.eval_episodes,
                     checkpoint_every=sweep.checkpoint_every, algo_cfg=algo_cfg, suite_cfg=suite_cfg,
-                    results_dir=sweep.results_dir, device=sweep.device))
+                    results_dir=sweep.results_dir, device=sweep.device, track=sweep.track))
     return runs
 
 

@@ -19,11 +19,12 @@ import torch
 import algos
 import suites
 from core.results import (EPISODE_COLUMNS, EVAL_COLUMNS, METRIC_LEADING, algorithm_source, atomic_write_bytes,
-                          atomic_write_text, comparable_config, git_commit, now, package_versions, read_run_json,
-                          write_csv)
+                          atomic_write_text, comparable_config, git_commit, hardware, now, package_versions,
+                          read_run_json, write_csv)
 from algos.stack import RunStack
 from core.rollout import collect_together
 from harness.config import RunConfig
+from harness.tracking import RunTrackers
 
 # Validation of distribution arguments costs a few microseconds per call in the hot loop.
 torch.distributions.Distribution.set_default_validate_args(False)
@@ -55,6 +56,7 @@ class RunState:
         self.next_eval = 0
         self.metric_columns: list[str] = list(METRIC_LEADING)
         self.eval_columns: list[str] = list(EVAL_COLUMNS)
+        self.tracked: dict[str, int] = {}  # rows of each file handed to the trackers (harness/tracking.py)
 
 
 def train(run: RunConfig, progress: Callable[[int], None] | None = None,
@@ -107,7 +109,8 @@ class _Member:
         self.record = {
             "run_id": run.run_id, "suite": run.suite, "env": run.env, "algo": run.algo, "variant": run.variant,
             "seed": run.seed, "config": dataclasses.asdict(run), "versions": package_versions(),
-            "git_commit": git_commit(), "device": run.device, "host": os.uname().nodename, "pid": os.getpid(),
+            "git_commit": git_commit(), "device": run.device, "hardware": hardware(run.device),
+            "host": os.uname().nodename, "pid": os.getpid(),
             "start_time": now(), "end_time": None, "status": "running", "error": None, "global_step": 0,
             "resumed_from": None, "warnings": [],
             # the algorithm's own files (a variant's may be untracked, so the commit alone does not identify it)
@@ -134,6 +137,7 @@ class _Member:
         if self.checkpoint.exists():
             _restore(self.checkpoint, run, self.agent, self.algo, collector, self.state, self.record)
             atomic_write_text(self.run_dir / "run.json", json.dumps(self.record, indent=2))
+        self.trackers = RunTrackers(run, self.record, self.state) if run.track else None
         self.eval_seed = 1_000_000 + 10_000 * run.seed
         self.start_time = time.perf_counter() - self.state.wall_seconds
 
@@ -176,6 +180,7 @@ class _Member:
         # The resume point: the end of an update, before the next evaluation. Everything the
         # next iteration reads is saved here, so a resumed run repeats it bit-for-bit.
         if state.update % run.checkpoint_every == 0:
+            self.track()   # before the checkpoint, which records how many rows the trackers have
             _save(self.checkpoint, run, agent, self.algo, collector, state)
             if on_checkpoint is not None:
                 on_checkpoint(self.index, self.run_dir)
@@ -184,6 +189,7 @@ class _Member:
         _evaluate(suite, self.agent, self.eval_env, self.run, self.eval_seed, self.collector.global_step, self.state)
         self.state.wall_seconds = time.perf_counter() - self.start_time
         self.record["checksums"] = _write_rows(self.run_dir, self.state)
+        self.track()
         self.record.update(status="done", end_time=now(), files={
             "episodes.csv": len(self.state.episodes), "evals.csv": len(self.state.evals),
             "metrics.csv": len(self.state.metrics)})
@@ -193,9 +199,17 @@ class _Member:
         self.record.update(status="failed", end_time=now(), failed_update=self.state.update + 1,
                            error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8))
         _write_rows(self.run_dir, self.state)
+        self.track()
+
+    def track(self) -> None:
+        """Hand the rows written so far to the run's trackers (``track=``), each row once."""
+        if getattr(self, "trackers", None) is not None:
+            self.trackers.write(self.state)
 
     def close(self) -> None:
         state, record = self.state, self.record
+        if getattr(self, "trackers", None) is not None:
+            self.trackers.close()
         record["global_step"] = state.episodes[-1]["global_step"] if state.episodes else record["global_step"]
         record["wall_seconds"] = round(state.wall_seconds, 3)
         record["resumes"] = state.resumes

@@ -544,7 +544,8 @@ def test_report_on_partial_results(tmp_path, capsys):
     for anchor in ("table1", "scores", "aggregates", "poi", "runs-table", "versions", "config-ppo_clip"):
         assert f'id="{anchor}"' in page
     assert "<script" not in page and "http://" not in page and "https://" not in page   # self-contained
-    assert page.count('<img src="data:image/png;base64,') == 4
+    # the four above and the learning curves against wall-clock time
+    assert page.count('<img src="data:image/png;base64,') == 5 and (out / "learning_curves_wall.png").exists()
     assert "1 run(s) not done were excluded (1 failed)" in page
     assert "trpo: missing Hopper-v5 seed 2; InvertedPendulum-v5 (no runs)" in page
     assert "generated:" in page and "torch" in page
