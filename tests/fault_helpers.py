@@ -59,10 +59,17 @@ def env_for_subprocess(**extra: str) -> dict:
     return dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), **extra)
 
 
+def _interruptible() -> None:
+    # Ctrl-C as a terminal delivers it, also when the tests themselves run in the background: a
+    # shell starts background jobs with SIGINT ignored, and Python keeps an ignored SIGINT ignored
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def cli(args: list[str], **kwargs) -> subprocess.Popen:
     """The command line (``python -m harness.cli``) as a subprocess; output in .stdout/.stderr."""
     return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, env=env_for_subprocess(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_interruptible, **kwargs)
 
 
 def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen | None = None, poll: float = 0.01):
