@@ -48,6 +48,7 @@ USAGE = """usage: ./run_all.sh [key=value ...]
 
   ./run_all.sh help algo=ppo_clip [suite=mujoco]   every option, its default and its source
   ./run_all.sh report [suite=mujoco] [results_dir=results]   tables, figures, HTML/Markdown report
+  ./run_all.sh report archive=docs/paper_mujoco/archive       the same report from a compact archive
   ./run_all.sh export track=tensorboard[,wandb] [results_dir=results]   logs of stored runs
   ./run_all.sh compare candidate=ppo_clip+clip_eps=0.3 baseline=ppo_clip [suite=mujoco]
 """
