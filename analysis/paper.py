@@ -284,20 +284,30 @@ def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_label
     names = [r.name for r in TABLE1 if r.name in points]
     stack = np.stack([draws[n] for n in names], axis=1) if names else np.zeros((reps, 0))
 
+    def extreme(name: str, highest: bool):
+        """Whether setting ``name`` scores highest (lowest) of those measured: the rival nearest to it,
+        the gap to that rival oriented so that > 0 agrees with the claim, the fraction of resamples
+        in which it is the extreme, the settings significantly beyond it, those whose difference to it
+        has a CI containing 0, its rank, and the verdict."""
+        others = [n for n in names if n != name]
+        rival = (max if highest else min)(others, key=points.get)
+        gap = d_row(name, rival) if highest else d_row(rival, name)
+        extreme_at = (np.argmax if highest else np.argmin)(stack, axis=1)
+        p = float(np.mean(extreme_at == names.index(name)))
+        # "does not hold" needs one of 10 comparisons to reach significance: Bonferroni, so that
+        # pure noise over 11 settings says so at most 5% of the time (as "holds" does, jointly).
+        sign = 1.0 if highest else -1.0
+        beyond = [n for n in others if _adjusted_low(sign * (draws[n] - draws[name]), len(others)) > 0]
+        tied = [n for n in others if _significance(d_row(name, n)["low"], d_row(name, n)["high"]) == "overlaps"]
+        rank = 1 + sum(points[n] > points[name] for n in others)
+        verdict = HOLDS if p >= SURE else FAILS if beyond else INCONCLUSIVE
+        return rival, gap, p, beyond, tied, rank, verdict
+
     # (a) clipping at ε = 0.2 scores best
     claim = "Clipping at ε = 0.2 scores best of the 11 settings"
     paper = "0.82, the highest of the 11 (next: ε = 0.1, 0.76)"
     if CLIP_02 in points and len(names) >= 2:
-        others = [n for n in names if n != CLIP_02]
-        rival = max(others, key=points.get)
-        d = d_row(CLIP_02, rival)
-        p_first = float(np.mean(np.argmax(stack, axis=1) == names.index(CLIP_02)))
-        # "does not hold" needs one of 10 comparisons to reach significance: Bonferroni, so that
-        # pure noise over 11 settings says so at most 5% of the time (as "holds" does, jointly).
-        better = [n for n in others if _adjusted_low(draws[n] - draws[CLIP_02], len(others)) > 0]
-        tied = [n for n in others if _significance(d_row(CLIP_02, n)["low"], d_row(CLIP_02, n)["high"]) == "overlaps"]
-        rank = 1 + sum(points[n] > points[CLIP_02] for n in others)
-        verdict = HOLDS if p_first >= SURE else FAILS if better else INCONCLUSIVE
+        rival, d, p_first, better, tied, rank, verdict = extreme(CLIP_02, highest=True)
         evidence = (f"ε = 0.2 ranks {rank} of {len(names)} here ({points[CLIP_02]:.2f}); it ranks first in "
                     f"{p_first:.0%} of the resamples. Against the best other setting ({rival}, {points[rival]:.2f}): "
                     f"{_fmt_d(d['point'], d['low'], d['high'])}.")
@@ -315,14 +325,7 @@ def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_label
     claim = "No clipping or penalty scores worst"
     paper = "−0.39, the lowest of the 11 (next lowest: fixed KL β = 0.3, 0.62)"
     if NO_CLIP in points and len(names) >= 2:
-        others = [n for n in names if n != NO_CLIP]
-        rival = min(others, key=points.get)
-        d = d_row(rival, NO_CLIP)
-        p_last = float(np.mean(np.argmin(stack, axis=1) == names.index(NO_CLIP)))
-        worse = [n for n in others if _adjusted_low(draws[NO_CLIP] - draws[n], len(others)) > 0]
-        tied = [n for n in others if _significance(d_row(n, NO_CLIP)["low"], d_row(n, NO_CLIP)["high"]) == "overlaps"]
-        rank = 1 + sum(points[n] > points[NO_CLIP] for n in others)
-        verdict = HOLDS if p_last >= SURE else FAILS if worse else INCONCLUSIVE
+        rival, d, p_last, worse, tied, rank, verdict = extreme(NO_CLIP, highest=False)
         evidence = (f"It ranks {rank} of {len(names)} here ({points[NO_CLIP]:.2f}); lowest in {p_last:.0%} of the "
                     f"resamples. The lowest other setting ({rival}, {points[rival]:.2f}) minus it: "
                     f"{_fmt_d(d['point'], d['low'], d['high'])}.")
