@@ -31,7 +31,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from core.results import EPISODE_COLUMNS, EVAL_COLUMNS, is_done, read_run_json
+from core.results import EPISODE_COLUMNS, EVAL_COLUMNS, NOT_PROTOCOL, is_done, read_run_json
 
 REPORTS_DIR = "reports"          # <results_dir>/reports/<suite>/ holds rendered reports, not runs
 RUN_KEYS = ["suite", "env", "algo", "variant", "label", "seed"]
@@ -350,7 +350,8 @@ def _config_drift(runs: pd.DataFrame) -> list[str]:
     for (label, env), group in runs.groupby(["label", "env"], sort=False):
         keys = set()
         for config in group["config"]:
-            c = {k: v for k, v in (config or {}).items() if k not in ("seed", "results_dir")}
+            # what is not the protocol (threads, tracking, checkpoint interval, paths) may differ
+            c = {k: v for k, v in (config or {}).items() if k != "seed" and k not in NOT_PROTOCOL}
             keys.add(json.dumps(c, sort_keys=True, default=str))
         if len(keys) > 1:
             out.append(f"{label} on {env}: its {len(group)} runs were made with {len(keys)} different configs "

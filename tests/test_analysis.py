@@ -610,3 +610,22 @@ def test_compare_runs_real_training_runs(tmp_path, capsys):
         run = tmp_path / "mujoco" / "InvertedPendulum-v5" / "ppo_clip+num_epochs=1+num_steps=256" / f"seed{seed}"
         assert is_done(run)
         assert json.loads((run / "run.json").read_text())["config"]["steps"] == 512
+
+
+def test_config_drift_ignores_what_is_not_the_protocol(tmp_path):
+    """Runs of one setting made by different commits may differ in threads, tracking or paths (a run
+    resumed by a newer pg-arena records a field the older one lacked): not a drift. A different
+    algo_cfg is."""
+    import json as _json
+    from analysis.load import load_results
+    for seed in range(3):
+        write_run(tmp_path, "Hopper-v5", "ppo_clip", seed, [1.0, 2.0, 3.0])
+    path = tmp_path / "mujoco" / "Hopper-v5" / "ppo_clip" / "seed1" / "run.json"
+    record = _json.loads(path.read_text())
+    record["config"].update(threads=2, track=["tensorboard"], checkpoint_every=7)
+    path.write_text(_json.dumps(record))
+    assert not [w for w in load_results(tmp_path, "mujoco").warnings if "different configs" in w]
+    record["config"]["algo_cfg"] = {**record["config"]["algo_cfg"], "lr": 1.0}
+    path.write_text(_json.dumps(record))
+    (drift,) = [w for w in load_results(tmp_path, "mujoco").warnings if "different configs" in w]
+    assert "ppo_clip on Hopper-v5: its 3 runs were made with 2 different configs" in drift
