@@ -16,10 +16,13 @@ Layout of an archive folder (``write_archive`` / ``load_archive``):
 - ``scores.csv.gz``: each analysed run's score of every kind (``last100``, ``all``, ``final_eval``);
 - ``curves.csv.gz``: each analysed run's running mean of its last 100 episode returns at the
   report's ``CURVE_POINTS`` steps; ``wall_curves.csv.gz``: the same against wall-clock seconds (each
-  setting read at ``CURVE_POINTS`` times up to its shortest seed's end);
+  run read at ``CURVE_POINTS`` times up to its own end, so that a run's rows depend on it alone);
 - ``frame.csv.gz``: the other tidy rows the report reads (evaluations and metrics of the suites
   whose report uses them; none for MuJoCo);
-- ``<suite>/random_scores.json``: the random-policy scores the normalisation used.
+- ``<suite>/random_scores.json``: the random-policy scores the normalisation used;
+- ``unfinished/<run id>/``: for each run not done when the archive was written, its ``run.json``
+  and ``checkpoint.pt``, so that a sweep on another machine resumes it (``archive=``,
+  ``core/archived.py``); gone once every run is done.
 
 The gzip streams carry no timestamp, so the same summary gives the same bytes.
 """
@@ -35,11 +38,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.load import FRAME_COLUMNS, RUN_KEYS, AnalysisError, Results, wall_times
+from analysis.load import FRAME_COLUMNS, RUN_KEYS, AnalysisError, Results, select_analysed, wall_times
+from core.archived import ARCHIVE_FILE, UNFINISHED_DIR
 from analysis.scores import RANDOM_CACHE, run_scores
 
 ARCHIVE_FORMAT = 1
-ARCHIVE_FILE = "archive.json"
 # reduced to scores and curves: the rows that make an archive large
 EPISODE_METRICS = ("episode_return", "episode_length")
 SCORE_KINDS = {"last100": "episode_return", "all": "episode_return", "final_eval": "eval_return_mean"}
@@ -80,6 +83,68 @@ def summarize(results: Results, suite: str) -> Results:
                    curves=curves, wall_curves=wall_curves, source=results.source, sweeps=sweeps)
 
 
+def merge_summaries(older: Results, newer: Results, suite: str) -> Results:
+    """One summary of the runs of both, e.g. an archive made on other machines (``older``) and the
+    results folder here (``newer``): a run found in both (same ``RUN_KEYS``) is taken from ``newer``
+    unless only ``older`` has it done. Every row a summary holds is one run's, so the union is the
+    summary the runs would give in one folder; what is analysed, and what is left out and why, are
+    worked out again for the union. The budgets analysed must agree."""
+    budgets = {s for s in (older.budgets.get(suite), newer.budgets.get(suite)) if s}
+    if len(budgets) > 1:
+        raise AnalysisError(f"the archive and the results analyse different budgets ({', '.join(map(str, sorted(budgets)))} "
+                            f"steps); merge only runs of one budget")
+
+    def key(row) -> tuple:
+        return tuple(int(row[k]) if k == "seed" else str(row[k]) for k in RUN_KEYS)
+
+    sides = [(newer, newer.runs[newer.runs["suite"] == suite]), (older, older.runs[older.runs["suite"] == suite])]
+    done = [{key(r): bool(r["done"]) for r in runs.to_dict("records")} for _, runs in sides]
+    best = {k: 0 if k in done[0] and (done[0][k] or not done[1].get(k, False)) else 1
+            for k in [*done[0], *done[1]]}     # the side each run is taken from
+    parts, analysed_before = [], []
+    for i, (_, runs) in enumerate(sides):
+        mine = runs[[best[key(r)] == i for r in runs.to_dict("records")]]
+        parts.append(mine)
+        analysed_before += list(mine["analysed"])
+    runs = pd.concat(parts, ignore_index=True).assign(analysed=analysed_before)
+    # in the order one folder lists them (load_results: sorted paths), so every table comes out alike
+    runs = runs.iloc[sorted(range(len(runs)), key=lambda i: tuple(str(runs["run_id"].iat[i]).split("/")))]
+    analysed_before = runs["analysed"].to_numpy(dtype=bool)
+    runs, chosen, messages = select_analysed(runs.drop(columns="analysed").reset_index(drop=True),
+                                             next(iter(budgets), None))
+    runs["analysed"] = runs["analysed"].to_numpy(dtype=bool) & analysed_before
+    keep = {key(r) for r in runs[runs["analysed"]].to_dict("records")}
+    rank = {key(r): n for n, r in enumerate(runs.to_dict("records"))}
+
+    def rows(i: int, table: pd.DataFrame | None) -> pd.DataFrame | None:
+        if table is None or not len(table):
+            return None
+        mask = [best.get(k) == i and k in keep for k in map(key, table[RUN_KEYS].to_dict("records"))]
+        return table[mask]
+
+    def union(pick) -> pd.DataFrame | None:
+        found = [t for i, (side, _) in enumerate(sides) if (t := rows(i, pick(side))) is not None]
+        if not found:
+            return None
+        table = pd.concat(found, ignore_index=True)
+        order = np.argsort([rank[k] for k in map(key, table[RUN_KEYS].to_dict("records"))], kind="stable")
+        return _keys_as_text(table.iloc[order].reset_index(drop=True))
+
+    scores = {kind: union(lambda side: side.scores.get(kind))
+              for kind in dict.fromkeys([*newer.scores, *older.scores])}
+    frame = union(lambda side: side.frame[side.frame["suite"] == suite] if len(side.frame) else None)
+    pieces: dict[tuple, dict] = {}
+    for piece in [*older.sweeps, *newer.sweeps]:   # a piece seen by both: the later look at it
+        k = (piece.get("plan_id"), piece.get("start"), piece.get("pid"))
+        if k not in pieces or piece.get("seconds", 0) >= pieces[k].get("seconds", 0):
+            pieces[k] = piece
+    return Results(root=newer.root, runs=runs, frame=frame if frame is not None else newer.frame.iloc[0:0],
+                   warnings=messages, budgets=chosen, scores={k: v for k, v in scores.items() if v is not None},
+                   curves=union(lambda side: side.curves), wall_curves=union(lambda side: side.wall_curves),
+                   source=f"{newer.source or newer.root} and {older.source or older.root}",
+                   sweeps=sorted(pieces.values(), key=lambda p: p.get("start", "")))
+
+
 # ---------------------------------------------------------------------------------------
 # writing and reading
 
@@ -112,13 +177,27 @@ def write_archive(summary: Results, suite: str, path: str | Path) -> Path:
     root = Path(summary.root)
     runs = summary.runs[summary.runs["suite"] == suite]
     lines = []
+    carry = out / (UNFINISHED_DIR + ".new")    # built beside the old, then swapped (it may be the source)
+    shutil.rmtree(carry, ignore_errors=True)
     for row in runs.to_dict("records"):
         row = {k: _json_value(v) for k, v in row.items()}
+        folder = Path(row["path"])
         try:   # where the run was, relative to the results folder (absolute paths mean nothing elsewhere)
-            row["path"] = str(Path(row["path"]).relative_to(root))
+            row["path"] = str(folder.relative_to(root))
         except (ValueError, TypeError):
             pass
+        if row["status"] != "done" and (folder / "checkpoint.pt").is_file():
+            # an unfinished run carries its resume point, so a sweep elsewhere goes on from it (archive=)
+            relative = Path(row["run_id"])
+            (carry / relative).mkdir(parents=True, exist_ok=True)
+            for name in ("checkpoint.pt", "run.json"):
+                if (folder / name).is_file():
+                    shutil.copyfile(folder / name, carry / relative / name)
+            row["path"] = str(Path(UNFINISHED_DIR) / relative)
         lines.append(json.dumps(row, sort_keys=True))
+    shutil.rmtree(out / UNFINISHED_DIR, ignore_errors=True)
+    if carry.exists():
+        carry.rename(out / UNFINISHED_DIR)
     _write(out / "runs.jsonl.gz", ("\n".join(lines) + "\n").encode())
     scores = [frame.assign(kind=kind) for kind, frame in summary.scores.items()]
     table = (pd.concat(scores, ignore_index=True) if scores

@@ -3,6 +3,7 @@
     report  [suite=mujoco] [results_dir=results] [steps=N] [reps=2000] [out_dir=DIR]
             [save_archive=DIR]      also write the compact archive the report is rendered from
     report  archive=DIR [out_dir=DIR] [reps=2000]   the report again, from an archive alone
+    report  archive=DIR results_dir=R [save_archive=DIR] [out_dir=DIR]   the archive's runs and R's
 
 Exit codes: 0 (written); 2 on bad input (one line on stderr; nothing stored is deleted or
 overwritten).
@@ -26,6 +27,7 @@ USAGE = {
     "report": """usage: ./run_all.sh report [suite=mujoco] [results_dir=results] [steps=N] [reps=2000] [out_dir=DIR]
                            [save_archive=DIR]
        ./run_all.sh report archive=DIR [out_dir=DIR] [reps=2000]
+       ./run_all.sh report archive=DIR results_dir=R [save_archive=DIR] [out_dir=DIR] [reps=2000]
 
   Tables (the paper's, with 95% bootstrap CIs), figures and an HTML + Markdown report per suite,
   written to <results_dir>/reports/<suite>/index.html and report.md (or out_dir=). Without suite=,
@@ -35,7 +37,13 @@ USAGE = {
   scores and learning curve -- as a compact archive (a few MB for hundreds of runs), and renders
   the report from it. archive=DIR renders that report again from the archive alone, on any
   machine, with the same numbers (default out_dir: the archive's parent folder), e.g.
-      ./run_all.sh report archive=docs/paper_mujoco/archive""",
+      ./run_all.sh report archive=docs/paper_mujoco/archive
+  An archive also carries the checkpoints of the runs not done when it was written. With
+  results_dir=, the report reads the archive's runs and the folder's together (a run in both: the
+  done one, else the folder's), and save_archive= writes them as one archive (it may be the same
+  folder). That is how a sweep too long for one machine goes on on another:
+      ./run_all.sh suite=mujoco grid=table1 archive=A      runs what A does not hold done
+      ./run_all.sh report suite=mujoco archive=A results_dir=results save_archive=A""",
 }
 KEYS = {
     "report": {"suite": str, "results_dir": str, "steps": int, "reps": int, "out_dir": str,
@@ -81,23 +89,58 @@ def _print_report(report, suite: str) -> None:
 
 
 def _report_archive(args: dict) -> int:
-    """``archive=DIR``: the report from an archive alone."""
+    """``archive=DIR``: the report from an archive alone; with ``results_dir=``, from the archive's
+    runs and the results folder's together (``merge_summaries``), written as one archive when
+    ``save_archive=`` is given (it may be the same folder: how a long sweep gathers its pieces)."""
     from pathlib import Path
-    from analysis.archive import archive_suite, load_archive
-    from analysis.report import build_report
+    from analysis.archive import archive_suite, load_archive, merge_summaries, write_archive
+    from analysis.report import build_report, summarized_results
     from analysis.stats import DEFAULT_REPS
-    clash = [k for k in ("results_dir", "steps", "save_archive") if k in args]
+    merged = "results_dir" in args
+    clash = [k for k in ("steps",) + (() if merged else ("save_archive",)) if k in args]
     if clash:
-        raise AnalysisError(f"archive= renders from the archive alone; drop {', '.join(k + '=' for k in clash)}")
+        raise AnalysisError(f"archive= renders from the archive{' and the results folder' if merged else ' alone'}; "
+                            f"drop {', '.join(k + '=' for k in clash)}")
     archive = Path(args["archive"])
     suite = archive_suite(archive)
     if "suite" in args and args["suite"] != suite:
         raise AnalysisError(f"archive {archive} holds suite {suite}, not {args['suite']}")
     summary = load_archive(archive)
     out = Path(args.get("out_dir", archive.resolve().parent))
-    report = build_report(archive, suite, reps=args.get("reps", DEFAULT_REPS), out_dir=out, summary=summary)
+    source = archive
+    if merged:
+        results_dir = Path(args["results_dir"])
+        here = summarized_results(results_dir, suite, summary.budgets.get(suite), require_done=False)
+        _share_random_scores(archive, results_dir, suite)
+        summary = merge_summaries(summary, here, suite)
+        if "save_archive" in args:   # write the archive, then render from it: the two cannot differ
+            path = write_archive(summary, suite, args["save_archive"])
+            summary = load_archive(path)
+            print(f"archive ({suite}): {path.resolve()}")
+            source = path
+        else:
+            source = results_dir
+            out = Path(args.get("out_dir", results_dir / "reports" / suite))
+    report = build_report(source, suite, reps=args.get("reps", DEFAULT_REPS), out_dir=out, summary=summary)
     _print_report(report, suite)
     return 0
+
+
+def _share_random_scores(archive, results_dir, suite: str) -> None:
+    """The random-policy scores the archive used, for the environments the results folder has not
+    measured, so that a merged report normalises as the archive's did (and measures nothing again)."""
+    import json
+    from analysis.scores import RANDOM_CACHE
+    from core.results import atomic_write_text
+    theirs, mine = archive / suite / RANDOM_CACHE, results_dir / suite / RANDOM_CACHE
+    if not theirs.is_file():
+        return
+    cache = json.loads(theirs.read_text())
+    if mine.is_file():
+        cache.update(json.loads(mine.read_text()))
+    if not mine.is_file() or json.loads(mine.read_text()) != cache:
+        mine.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(mine, json.dumps(cache, indent=2, sort_keys=True))
 
 
 def _report(args: dict) -> int:

@@ -121,29 +121,48 @@ def run_curves(episodes: pd.DataFrame, steps: int, points: int = CURVE_POINTS, w
 
 def wall_clock_curves(episodes: pd.DataFrame, walls: pd.DataFrame, points: int = CURVE_POINTS,
                       window: int = LAST_EPISODES) -> pd.DataFrame:
-    """``run_curves`` against wall-clock seconds instead of steps. An episode's wall time is
-    interpolated between the updates' ``(global_step, wall_seconds)`` (``walls``: the tidy rows of
-    metrics.csv's ``wall_seconds``); each setting is read at ``points`` times up to the end of its
-    shortest seed on that environment (so every seed is in every point, and a faster setting's curve
-    ends sooner). Returns RUN_KEYS + [step, value] with ``step`` in seconds."""
-    ends = walls.groupby(RUN_KEYS, observed=True, sort=False)["value"].max()
-    until = ends.groupby(["env", "label"], observed=True).min()
+    """``run_curves`` against wall-clock seconds instead of steps, each run on its own grid: an
+    episode's wall time is interpolated between the updates' ``(global_step, wall_seconds)``
+    (``walls``: the tidy rows of metrics.csv's ``wall_seconds``), and the run is read at ``points``
+    times up to its own end. A run's curve depends on that run alone, so archives made on different
+    machines merge (``setting_wall_curves`` lines the seeds of a setting up for a figure).
+    Returns RUN_KEYS + [step, value] with ``step`` in seconds."""
     clock = {key: (g["step"].to_numpy(dtype=float), g["value"].to_numpy(dtype=float))
              for key, g in walls.groupby(RUN_KEYS, observed=True, sort=False)}
     out = []
     for key, g in episodes.groupby(RUN_KEYS, observed=True, sort=False):
         if key not in clock:
             continue
-        run = dict(zip(RUN_KEYS, key))
         steps, seconds = clock[key]
         at = np.interp(g["step"].to_numpy(dtype=float), np.concatenate([[0.0], steps]), np.concatenate([[0.0], seconds]))
         running = pd.Series(g["value"].to_numpy()).rolling(window, min_periods=1).mean().to_numpy()
-        grid = np.linspace(0, until[(run["env"], run["label"])], points + 1)[1:]
+        grid = np.linspace(0, seconds.max(), points + 1)[1:]
         idx = np.searchsorted(at, grid, side="right") - 1
         part = pd.DataFrame({"step": grid, "value": np.where(idx >= 0, running[np.clip(idx, 0, None)], np.nan)})
-        for k, v in run.items():
+        for k, v in zip(RUN_KEYS, key):
             part[k] = v
         out.append(part)
+    if not out:
+        return pd.DataFrame(columns=RUN_KEYS + ["step", "value"])
+    return pd.concat(out, ignore_index=True)
+
+
+def setting_wall_curves(curves: pd.DataFrame, points: int = CURVE_POINTS) -> pd.DataFrame:
+    """Per-run wall-clock curves (``wall_clock_curves``) on one grid per setting and environment,
+    so that seeds can be averaged: ``points`` times up to the end of the setting's shortest seed,
+    each run's value there the last value of its own curve at or before that time (NaN before its
+    first point)."""
+    out = []
+    for _, setting in curves.groupby(["suite", "env", "label"], observed=True, sort=False):
+        until = setting.groupby(RUN_KEYS, observed=True, sort=False)["step"].max().min()
+        grid = np.linspace(0, until, points + 1)[1:]
+        for key, run in setting.groupby(RUN_KEYS, observed=True, sort=False):
+            idx = np.searchsorted(run["step"].to_numpy(dtype=float), grid, side="right") - 1
+            values = run["value"].to_numpy(dtype=float)
+            part = pd.DataFrame({"step": grid, "value": np.where(idx >= 0, values[np.clip(idx, 0, None)], np.nan)})
+            for k, v in zip(RUN_KEYS, key):
+                part[k] = v
+            out.append(part)
     if not out:
         return pd.DataFrame(columns=RUN_KEYS + ["step", "value"])
     return pd.concat(out, ignore_index=True)

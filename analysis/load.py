@@ -359,6 +359,30 @@ def _config_drift(runs: pd.DataFrame) -> list[str]:
     return out
 
 
+def select_analysed(runs: pd.DataFrame, steps: int | None = None) -> tuple[pd.DataFrame, dict[str, int], list[str]]:
+    """Which of ``runs`` (one row per run folder) an analysis uses: the done runs at each suite's
+    budget (``steps``, or the most common). Returns the runs with ``analysed`` set, the budgets and
+    what was left out and why (one line each)."""
+    runs = runs.assign(analysed=False)
+    messages = []
+    note = _not_done_warning(runs)
+    if note:
+        messages.append(note)
+    budgets = {}
+    for name in sorted(runs["suite"].unique()):
+        chosen, note = _pick_budget(runs, name, steps)
+        if note:
+            messages.append(note)
+        if chosen is None:
+            continue
+        budgets[name] = chosen
+        mask = runs["done"] & (runs["suite"] == name) & (runs["steps"] == chosen)
+        runs.loc[mask, "analysed"] = True
+        messages += [f"suite {name}: {m}" for m in coverage_warnings(runs[mask])]
+        messages += [f"suite {name}: {m}" for m in _config_drift(runs[mask])]
+    return runs, budgets, messages
+
+
 def load_results(results_dir: str | Path, suite: str | None = None, steps: int | None = None,
                  sources: Iterable[str] = ("episodes.csv", "evals.csv", "metrics.csv"),
                  require_done: bool = True, labels: Iterable[str] | None = None) -> Results:
@@ -389,26 +413,10 @@ def load_results(results_dir: str | Path, suite: str | None = None, steps: int |
         if runs.empty:
             return Results(root=root, runs=runs.assign(analysed=pd.Series(dtype=bool)), frame=_frame(runs, ()),
                            warnings=[], budgets={})
-    runs["analysed"] = False
-    messages = []
-    note = _not_done_warning(runs)
-    if note:
-        messages.append(note)
     if require_done and not runs["done"].any():
         raise AnalysisError(f"no completed runs under {root / suite if suite else root}: "
                             f"{len(runs)} run(s), none done ({', '.join(f'{n} {s}' for s, n in Counter(runs['status']).items())})")
-    budgets = {}
-    for name in sorted(runs["suite"].unique()):
-        chosen, note = _pick_budget(runs, name, steps)
-        if note:
-            messages.append(note)
-        if chosen is None:
-            continue
-        budgets[name] = chosen
-        mask = runs["done"] & (runs["suite"] == name) & (runs["steps"] == chosen)
-        runs.loc[mask, "analysed"] = True
-        messages += [f"suite {name}: {m}" for m in coverage_warnings(runs[mask])]
-        messages += [f"suite {name}: {m}" for m in _config_drift(runs[mask])]
+    runs, budgets, messages = select_analysed(runs, steps)
     frame = _frame(runs[runs["analysed"]], sources)
     for message in messages:
         warnings.warn(message, ResultsWarning, stacklevel=2)

@@ -78,9 +78,11 @@ def render_report(results_dir: str | Path, suite: str, reps: int = stats.DEFAULT
     return build_report(results_dir, suite, reps, steps, out_dir, measure_random).path
 
 
-def summarized_results(results_dir: str | Path, suite: str, steps: int | None = None) -> Results:
+def summarized_results(results_dir: str | Path, suite: str, steps: int | None = None,
+                       require_done: bool = True) -> Results:
     """The runs of ``suite`` under ``results_dir``, loaded and reduced to what a report reads
-    (``analysis.archive.summarize``)."""
+    (``analysis.archive.summarize``); ``require_done=False``: also when none is done yet (to be
+    merged with an archive's)."""
     import warnings as _warnings
     from analysis.archive import summarize
     from analysis.load import ResultsWarning
@@ -89,8 +91,8 @@ def summarized_results(results_dir: str | Path, suite: str, steps: int | None = 
         # the scores and curves read episodes.csv; the LLM table also evals.csv and metrics.csv
         sources = (("episodes.csv", "evals.csv", "metrics.csv") if scoring(suite)["score"] == "final_eval"
                    else ("episodes.csv",))
-        results = load_results(results_dir, suite, steps=steps, sources=sources)
-        if suite not in results.budgets:
+        results = load_results(results_dir, suite, steps=steps, sources=sources, require_done=require_done)
+        if suite not in results.budgets and require_done:
             raise AnalysisError(f"no completed runs of suite {suite} in {results_dir}")
         return summarize(results, suite)
 
@@ -155,7 +157,7 @@ def _curve_sections(report: Report, metric: str = "episode_return", ylabel: str 
             sec.parts.append(figs.learning_curves(curves, envs, group, styles, name, title, cap, ylabel))
         clock = results.wall_curves      # summarised: the same curves against wall-clock time
         if metric == "episode_return" and clock is not None and len(clock[clock["suite"] == suite]):
-            clock = clock[clock["suite"] == suite].astype({"label": str, "env": str})
+            clock = figs.setting_wall_curves(clock[clock["suite"] == suite]).astype({"label": str, "env": str})
             for part, group in figs.split_for_curves(labels):
                 sec.parts.append(figs.learning_curves(
                     clock, envs, group, styles, "learning_curves_wall" + (f"_{part}" if part else ""),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The PPO paper's MuJoCo sweeps at the paper's budget (issue 17), in the order they ran:
-#   bash bench/paper_mujoco.sh [results_dir]       (hours on 2 cores; the same command resumes)
+#   bash bench/paper_mujoco.sh [results_dir] [archive]   (hours on 2 cores; the same command resumes)
 # 1. ppo_clip on HalfCheetah, Hopper, Walker2d (the learning check of docs/BENCHMARKS.md; also
 #    Table 1's epsilon = 0.2 row and the main job's ppo_clip runs), 2. Table 1's 11 settings,
 # 3. the seven algorithms (the main job), 4. ppo_clip and the no-clipping setting with the
@@ -8,13 +8,21 @@
 # the annealing changes (the paper's worst setting, -0.39, is where instability shows),
 # 5. the archive and the report under docs/paper_mujoco/. Runs done by an earlier step are not
 # run again; each sweep records its wall time (bench/sweep_wall_time.py <its arguments>).
+#
+# The whole is longer than a machine lives here (hours; results/ does not survive a session), so it
+# runs in pieces: every sweep skips what the committed archive holds done and resumes the runs it
+# holds unfinished from the checkpoints it carries (archive=, core/archived.py). Before a machine
+# goes, fold its runs into the archive and commit it:
+#   ./run_all.sh report archive=docs/paper_mujoco/archive results_dir=<results_dir> \
+#       save_archive=docs/paper_mujoco/archive out_dir=docs/paper_mujoco
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-results}"
-./run_all.sh suite=mujoco algo=ppo_clip env=HalfCheetah-v5,Hopper-v5,Walker2d-v5 jobs=2 results_dir="$out" report=false
-./run_all.sh suite=mujoco grid=table1 jobs=2 results_dir="$out" report=false
-./run_all.sh suite=mujoco jobs=2 results_dir="$out" report=false
-./run_all.sh suite=mujoco algo=ppo_clip algo.lr_anneal=false algo.clip_anneal=false jobs=2 results_dir="$out" report=false
-./run_all.sh suite=mujoco algo=ppo_kl algo.adaptive=false algo.kl_coef=0.0 algo.lr_anneal=false algo.clip_anneal=false \
-    jobs=2 results_dir="$out" report=false
-./run_all.sh report suite=mujoco results_dir="$out" save_archive=docs/paper_mujoco/archive out_dir=docs/paper_mujoco
+archive="${2:-docs/paper_mujoco/archive}"
+sweep() { ./run_all.sh suite=mujoco "$@" jobs=2 results_dir="$out" archive="$archive" report=false; }
+sweep algo=ppo_clip env=HalfCheetah-v5,Hopper-v5,Walker2d-v5
+sweep grid=table1
+sweep
+sweep algo=ppo_clip algo.lr_anneal=false algo.clip_anneal=false
+sweep algo=ppo_kl algo.adaptive=false algo.kl_coef=0.0 algo.lr_anneal=false algo.clip_anneal=false
+./run_all.sh report archive="$archive" results_dir="$out" save_archive="$archive" out_dir=docs/paper_mujoco

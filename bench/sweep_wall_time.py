@@ -4,7 +4,8 @@
 
 Takes the sweep's own arguments (the ones given to ./run_all.sh), plans it as the command would, and
 reads the records every invocation of that plan left in <results_dir>/<suite>/sweeps/
-(core/sweeplog.py): one line per piece (start, duration, runs to do, how it ended), the total,
+(core/sweeplog.py), and with archive=DIR also those the archive recorded (pieces run on machines
+gone since; a piece in both is read from the results folder): one line per piece (start, duration, runs to do, how it ended), the total,
 and the planner's estimate for the whole sweep at the reference speed. A piece without an end was
 killed (or is still running): it counts up to its last heartbeat.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.config import estimated_minutes, parse_sweep, plan_batches, plan_runs, split_args  # noqa: E402
+from core.archived import archive_meta  # noqa: E402
 from core.sweeplog import plan_id, sweep_segments  # noqa: E402
 
 
@@ -24,7 +26,13 @@ def main(argv: list[str]) -> int:
     sweep = parse_sweep(top)
     runs = plan_runs(sweep, algo_overrides, suite_overrides)
     plan = plan_id([r.run_id for r in runs])
-    pieces = sweep_segments(sweep.results_dir, sweep.suite, plan)
+    pieces = sweep_segments(sweep.results_dir, sweep.suite, plan) if Path(sweep.results_dir).exists() else []
+    if sweep.archive:   # the pieces that ran on machines gone since, as the archive recorded them
+        seen = {(p["start"], p.get("pid")): p for p in pieces}
+        for p in archive_meta(sweep.archive).get("sweeps", []):
+            if p.get("plan_id") == plan and (p["start"], p.get("pid")) not in seen:
+                seen[(p["start"], p.get("pid"))] = p
+        pieces = sorted(seen.values(), key=lambda p: p["start"])
     units = plan_batches(runs, sweep.batch_runs, sweep.jobs)
     print(f"sweep {' '.join(argv)}: {len(runs)} runs, plan {plan}; planned from nothing done: "
           f"~{estimated_minutes(sweep.suite, units, sweep.jobs):.0f} min by the planner's estimate")

@@ -14,7 +14,9 @@ from pathlib import Path
 from harness.config import (ConfigError, estimated_minutes, parse_sweep, plan_batches, plan_runs, split_args,
                             threads_per_run)
 from harness.executor import RUNNING_ELSEWHERE
-from core.results import ResultsDirError, check_results_dir, done_problem, is_done, read_run_json
+from core.archived import ArchiveError, archived_runs, restore_checkpoint
+from core.results import (ResultsDirError, check_results_dir, comparable_config, done_problem, is_done,
+                          read_run_json)
 
 USAGE = """usage: ./run_all.sh [key=value ...]
 
@@ -39,6 +41,8 @@ USAGE = """usage: ./run_all.sh [key=value ...]
   ray_shared=true         executor=ray: results_dir is on storage every worker sees
   checkpoint_every=20     updates between checkpoints (a killed run resumes from the last)
   results_dir=results     where results go
+  archive=DIR             a compact archive made elsewhere (report save_archive=DIR): its done runs
+                          are not run again, its unfinished ones resume from the checkpoints it carries
   preset=cleanrl          a named bundle of code-level options of the suite
   grid=table1             a named list of settings of the suite (the paper's Table 1)
   report=false            skip the report rendered at the end of the sweep
@@ -73,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         sweep = parse_sweep(top)
         runs = plan_runs(sweep, algo_overrides, suite_overrides)
         results_root = Path(sweep.results_dir)
-        todo = [r for r in runs if not is_done(r.run_dir)]
+        archived = archived_runs(sweep.archive, sweep.suite) if sweep.archive else {}
+        in_archive = [r for r in runs if not is_done(r.run_dir) and _done_in(archived.get(r.run_id), r)]
+        todo = [r for r in runs if not is_done(r.run_dir) and r not in in_archive]
         units = plan_batches(todo, sweep.batch_runs, sweep.jobs)   # the processes: one run or a stack each
         threads = threads_per_run(sweep, len(units))
         units = [[dataclasses.replace(r, threads=threads) for r in unit] for unit in units]
@@ -85,11 +91,13 @@ def main(argv: list[str] | None = None) -> int:
         if todo and sweep.executor == "slurm":
             from harness.slurm_executor import check_submission
             check_submission(sweep, units)  # sbatch there, partition, time limit (before anything is submitted)
-    except (ConfigError, ResultsDirError) as exc:
+    except (ConfigError, ResultsDirError, ArchiveError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    _print_plan(sweep, runs, todo, units)
+    # the archive's unfinished runs go on from where another machine left them
+    restored = [r for r in todo if r.run_id in archived and restore_checkpoint(archived[r.run_id], r.run_dir)]
+    _print_plan(sweep, runs, todo, units, in_archive, restored)
     if todo:
         # the sweep's wall time, piece by piece when it is killed and resumed (bench/sweep_wall_time.py)
         from core.sweeplog import SweepLog
@@ -111,7 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     elsewhere = [r for r in results if r["status"] == RUNNING_ELSEWHERE]
     from harness.summary import summary_table
     print()
-    print(summary_table(runs))
+    print(summary_table([r for r in runs if r not in in_archive]))
+    if in_archive:
+        print(f"({len(in_archive)} run(s) done in archive {sweep.archive} are not in this table: "
+              f"./run_all.sh report suite={sweep.suite} archive={sweep.archive} results_dir={sweep.results_dir})")
     print(f"\nresults: {results_root.resolve()}")
     ran = [r for r in results if r["status"] != RUNNING_ELSEWHERE and r.get("note") != "already done"]
     resumed = [r for r in ran if r.get("resumed_from")]
@@ -124,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in elsewhere:
             print(f"  {r['run_id']}", file=sys.stderr)
     if sweep.report:
-        _render_report(sweep, runs)
+        _render_report(sweep, runs, bool(in_archive))
     if failed:
         print(f"\n{len(failed)} run(s) failed:", file=sys.stderr)
         for r in failed:
@@ -133,10 +144,21 @@ def main(argv: list[str] | None = None) -> int:
     return 3 if elsewhere else 0
 
 
-def _render_report(sweep, runs) -> None:
+def _done_in(record: dict | None, run) -> bool:
+    """Whether an archive's record of ``run`` is that run, done (its resolved config equal)."""
+    return (record is not None and record.get("status") == "done"
+            and comparable_config(record.get("config")) == comparable_config(dataclasses.asdict(run)))
+
+
+def _render_report(sweep, runs, with_archive: bool = False) -> None:
     """Every sweep ends with its report; a report problem never changes the sweep's exit code."""
     try:
         from analysis.report import render_report
+        if with_archive:   # the archive's runs and this folder's, together
+            from analysis.cli import main as report_main
+            report_main(["report", f"suite={sweep.suite}", f"archive={sweep.archive}",
+                         f"results_dir={sweep.results_dir}"])
+            return
         path = render_report(sweep.results_dir, sweep.suite, steps=runs[0].steps)
         print(f"report: {path}")
     except Exception as exc:  # noqa: BLE001 - the runs are stored; the report can be rendered later
@@ -171,7 +193,7 @@ def _help(argv: list[str]) -> int:
     return 0
 
 
-def _print_plan(sweep, runs, todo, units) -> None:
+def _print_plan(sweep, runs, todo, units, in_archive=(), restored=()) -> None:
     per_algo = Counter(r.label for r in runs)
     envs = sorted({r.env for r in runs})
     jobs = max(1, min(sweep.jobs, len(units) or 1))
@@ -181,6 +203,10 @@ def _print_plan(sweep, runs, todo, units) -> None:
     print(f"  environments: {', '.join(envs)}")
     print(f"  runs: {len(runs)} ({len(runs) - len(todo)} already done, {len(todo)} to run), "
           f"{runs[0].steps:,} steps each" if runs else "  runs: 0")
+    if in_archive:
+        print(f"  {len(in_archive)} of the done runs are in archive {sweep.archive} (same config; not run again)")
+    if restored:
+        print(f"  {len(restored)} run(s) resume from the checkpoints archive {sweep.archive} carries")
     for r in todo:  # stored results that looked done but are damaged are redone, and said so
         record = read_run_json(r.run_dir)
         if isinstance(record, dict) and record.get("status") == "done":

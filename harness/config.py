@@ -35,6 +35,7 @@ class SweepConfig:
     batch_runs: int | None = None         # runs trained together in one process as one stacked model; default: the planner's (see plan_batches); 1: one run per process
     threads: int | None = None            # torch threads per run; default: cores / runs in parallel (see threads_per_run)
     results_dir: str = "results"          # where run folders go
+    archive: str | None = None            # a compact archive (core/archived.py): its done runs are not run again, its unfinished ones resume from its checkpoints
     eval_every: int | None = None         # steps between deterministic evaluations; default the scale's
     eval_episodes: int | None = None      # episodes per evaluation; default the scale's
     checkpoint_every: int = 20            # updates between checkpoints (resume point of a killed run)

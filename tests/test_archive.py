@@ -113,8 +113,93 @@ def test_bad_archive_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert "suite=" in capsys.readouterr().err and not (tmp_path / "a").exists()
     summary = summarized_results(root, "mujoco")
     write_archive(summary, "mujoco", tmp_path / "b")
-    assert harness_main(["report", f"archive={tmp_path / 'b'}", f"results_dir={root}"]) == 2
-    assert "drop results_dir=" in capsys.readouterr().err
+    assert harness_main(["report", f"archive={tmp_path / 'b'}", f"results_dir={root}", "steps=10000"]) == 2
+    assert "drop steps=" in capsys.readouterr().err
+    assert harness_main(["report", f"archive={tmp_path / 'b'}", f"save_archive={tmp_path / 'c'}"]) == 2
+    assert "drop save_archive=" in capsys.readouterr().err and not (tmp_path / "c").exists()
+    assert harness_main(["suite=mujoco", "algo=ppo_clip", f"archive={tmp_path}", f"results_dir={tmp_path / 'r'}"]) == 2
+    assert "not a pg-arena archive" in capsys.readouterr().err and not (tmp_path / "r").exists()
+    assert harness_main(["suite=llm_toy", f"archive={tmp_path / 'b'}", f"results_dir={tmp_path / 'r'}"]) == 2
+    assert "holds suite mujoco, not llm_toy" in capsys.readouterr().err and not (tmp_path / "r").exists()
+
+
+def test_an_archive_and_a_results_folder_merge_into_the_summary_of_one_folder(tmp_path, capsys):
+    """A sweep split over machines: what one machine archived and what the next one ran, merged,
+    summarise as the union of their runs in one folder would (every table and figure equal)."""
+    import shutil
+    whole = _results(tmp_path / "whole")
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        write_random_cache(folder, RANDOM)
+    runs = sorted(p.parent for p in (whole / "mujoco").rglob("run.json"))
+    for k, run in enumerate(runs):   # every other run on each machine: settings split across them
+        shutil.copytree(run, (first if k % 2 else second) / run.relative_to(whole))
+    shutil.copytree(whole / "mujoco" / "sweeps", first / "mujoco" / "sweeps")
+    # the second machine also has an unfinished copy of a run the first archived done: the done one counts
+    done_there = next(p for k, p in enumerate(runs) if k % 2 and (p / "episodes.csv").exists())
+    write_run(second, done_there.parts[-3], done_there.parts[-2], int(done_there.name[4:]), [0.0] * 5,
+              status="running")
+    archive = tmp_path / "archive"
+    assert harness_main(["report", "suite=mujoco", f"results_dir={first}", f"save_archive={archive}",
+                         f"reps={REPS}", f"out_dir={tmp_path / 'r1'}"]) == 0
+    assert harness_main(["report", f"archive={archive}", f"results_dir={second}", f"save_archive={archive}",
+                         f"reps={REPS}", f"out_dir={tmp_path / 'merged'}"]) == 0
+    assert harness_main(["report", "suite=mujoco", f"results_dir={whole}", f"reps={REPS}",
+                         f"out_dir={tmp_path / 'one'}"]) == 0
+    capsys.readouterr()
+    a, b = _tables(tmp_path / "one"), _tables(tmp_path / "merged")
+    assert set(a) == set(b) and {"table1.csv", "env_scores.csv", "learning_curves.png",
+                                 "learning_curves_wall.png"} <= set(a)
+    assert [name for name in a if a[name] != b[name]] == []
+    merged, one = load_archive(archive), summarized_results(whole, "mujoco")
+    assert len(merged.runs) == len(one.runs) and merged.runs["analysed"].sum() == one.runs["analysed"].sum()
+    assert sorted(merged.warnings) == sorted(one.warnings)
+    assert [p["start"] for p in merged.sweeps] == [p["start"] for p in one.sweeps]
+
+
+def test_a_sweep_skips_what_an_archive_holds_done_and_resumes_what_it_carries(tmp_path, capsys):
+    """archive= on a sweep: a done run of the same config is not run again, one of another config
+    is; an unfinished run resumes from the checkpoint the archive carries, and ends equal to a run
+    that was never interrupted."""
+    from harness.train import train_batch
+    from helpers import TINY, plan
+    words = lambda root, *extra, seeds=2: ["suite=mujoco", "algo=ppo_clip", "env=InvertedPendulum-v5", f"seeds={seeds}",   # noqa: E731
+                                  "steps=1024", "eval_episodes=1", "eval_every=1024", "checkpoint_every=1",
+                                  "report=false", f"results_dir={root}", *TINY, *extra]
+    first = tmp_path / "first"
+    assert harness_main(words(first, seeds=1)) == 0          # seed 0 done on the first machine
+    # seed 1 interrupted there after two updates: its checkpoint, as a killed run leaves it
+    [run1] = [r for r in plan(first, *TINY, seeds=2, eval_episodes=1, eval_every=1024, checkpoint_every=1) if r.seed == 1]
+    calls = []
+
+    def stop_after_two(i, step):
+        calls.append(step)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        train_batch([run1], progress=stop_after_two)
+    assert (run1.run_dir / "checkpoint.pt").exists()
+    archive = tmp_path / "archive"
+    assert harness_main(["report", "suite=mujoco", f"results_dir={first}", f"save_archive={archive}",
+                         f"out_dir={tmp_path / 'rep'}", f"reps={REPS}"]) == 0
+    assert (archive / "unfinished" / run1.run_id / "checkpoint.pt").is_file()
+    second = tmp_path / "second"
+    capsys.readouterr()
+    assert harness_main(words(second, f"archive={archive}")) == 0
+    out = capsys.readouterr().out
+    assert "1 of the done runs are in archive" in out and "1 run(s) resume from the checkpoints" in out
+    assert not (second / "mujoco" / "InvertedPendulum-v5" / "ppo_clip" / "seed0").exists()
+    record = json.loads((second / run1.run_id / "run.json").read_text())
+    assert record["status"] == "done" and 0 < record["resumes"][0]["global_step"] < 1024
+    # the same run, never interrupted, in a third folder: the same episodes
+    third = tmp_path / "third"
+    assert harness_main(words(third)) == 0
+    mine = pd.read_csv(second / run1.run_id / "episodes.csv")
+    pd.testing.assert_frame_equal(mine, pd.read_csv(third / run1.run_id / "episodes.csv"))
+    # another config is another run: the archive's seed 0 does not count for it
+    capsys.readouterr()
+    assert harness_main(words(tmp_path / "fourth", f"archive={archive}", "algo.clip_eps=0.3", seeds=1)) == 0
+    assert "in archive" not in capsys.readouterr().out
 
 
 @pytest.mark.skipif(not (COMMITTED / "archive.json").exists(), reason="no committed archive")

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.figures import wall_clock_curves
+from analysis.figures import setting_wall_curves, wall_clock_curves
 from analysis.load import RUN_KEYS
 from analysis.tables import runtime_presentable, runtime_table
 from helpers import TINY, plan
@@ -66,10 +66,9 @@ def test_wall_clock_curves_equal_a_naive_per_episode_reference():
         truth[seed] = (ep_steps, ep_returns, up_steps, up_walls)
     curves = wall_clock_curves(pd.concat(episodes, ignore_index=True), pd.concat(walls, ignore_index=True),
                                points=20, window=5)
-    shortest = min(t[3][-1] for t in truth.values())
     for seed, (ep_steps, ep_returns, up_steps, up_walls) in truth.items():
         mine = curves[curves["seed"] == seed]
-        assert np.allclose(mine["step"], np.linspace(0, shortest, 21)[1:])
+        assert np.allclose(mine["step"], np.linspace(0, up_walls[-1], 21)[1:])   # the run's own end
         for t, value in zip(mine["step"], mine["value"]):
             # naive: the time of each episode by linear interpolation between (0, 0) and the updates
             seen = []
@@ -86,6 +85,15 @@ def test_wall_clock_curves_equal_a_naive_per_episode_reference():
                 assert np.isnan(value)
             else:
                 assert value == pytest.approx(np.mean(seen[-5:]))
+    # a setting's seeds on one grid, up to its shortest seed's end: each run's last point at or before
+    lined = setting_wall_curves(curves, points=7)
+    shortest = min(t[3][-1] for t in truth.values())
+    for seed in truth:
+        mine, own = lined[lined["seed"] == seed], curves[curves["seed"] == seed]
+        assert np.allclose(mine["step"], np.linspace(0, shortest, 8)[1:])
+        for t, value in zip(mine["step"], mine["value"]):
+            before = [v for s, v in zip(own["step"], own["value"]) if s <= t]
+            assert (np.isnan(value) and (not before or np.isnan(before[-1]))) or value == before[-1]
 
 
 def test_runtime_table_gives_steps_per_second_and_tells_machines_apart():

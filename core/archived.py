@@ -1,0 +1,63 @@
+"""A sweep's view of a compact archive (``analysis/archive.py``): which runs it already holds.
+
+An archive outlives the machine that made it (it is small enough to commit), so a long sweep can
+go on elsewhere: ``./run_all.sh ... archive=DIR`` does not run again what the archive holds done
+(same resolved config), and resumes what it holds unfinished from the checkpoint the archive
+carries (``unfinished/<suite>/<env>/<label>/seed<k>/``: the run's ``run.json`` and
+``checkpoint.pt``, as the run left them). ``./run_all.sh report ... archive=DIR results_dir=R
+save_archive=DIR`` folds the new runs in. Only the standard library here: a sweep reads this
+before it loads anything heavy.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+ARCHIVE_FILE = "archive.json"
+RUNS_FILE = "runs.jsonl.gz"
+UNFINISHED_DIR = "unfinished"    # the carried checkpoints of the runs not done when it was written
+
+
+class ArchiveError(ValueError):
+    """A folder that is not a readable archive, or one of another suite."""
+
+
+def archive_meta(path: str | Path) -> dict:
+    meta_path = Path(path) / ARCHIVE_FILE
+    try:
+        return json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        raise ArchiveError(f"{path} is not a pg-arena archive (no readable {ARCHIVE_FILE}; write one with "
+                           f"./run_all.sh report suite=<suite> save_archive=<folder>)") from None
+
+
+def archived_runs(path: str | Path, suite: str) -> dict[str, dict]:
+    """The archive's runs of ``suite`` by run id: ``status``, ``config`` and ``path`` (absolute)."""
+    meta = archive_meta(path)
+    if meta.get("suite") != suite:
+        raise ArchiveError(f"archive {path} holds suite {meta.get('suite')}, not {suite}")
+    try:
+        with gzip.open(Path(path) / RUNS_FILE, "rt") as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise ArchiveError(f"archive {path} is unreadable: {type(exc).__name__}: {exc}") from None
+    return {row["run_id"]: {**row, "path": str(Path(path) / row["path"])} for row in rows}
+
+
+def restore_checkpoint(record: dict, run_dir: Path) -> bool:
+    """Put an archived unfinished run's checkpoint (and run.json) into ``run_dir``, when the archive
+    carries one and the folder has neither a checkpoint nor a run.json of its own (nothing here is
+    ever overwritten). The run's own resume then checks the config and continues from it."""
+    carried = Path(record["path"])
+    if record.get("status") == "done" or not (carried / "checkpoint.pt").is_file():
+        return False
+    if (run_dir / "checkpoint.pt").exists() or (run_dir / "run.json").exists():
+        return False
+    from core.results import atomic_write_bytes
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(run_dir / "checkpoint.pt", (carried / "checkpoint.pt").read_bytes())
+    if (carried / "run.json").is_file():   # its start time; the run rewrites it when it starts
+        shutil.copyfile(carried / "run.json", run_dir / "run.json")
+    return True
