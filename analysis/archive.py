@@ -21,7 +21,7 @@ Layout of an archive folder (``write_archive`` / ``load_archive``):
   whose report uses them; none for MuJoCo);
 - ``<suite>/random_scores.json``: the random-policy scores the normalisation used;
 - ``unfinished/<run id>/``: for each run not done when the archive was written, its ``run.json``
-  and ``checkpoint.pt``, so that a sweep on another machine resumes it (``archive=``,
+  and ``checkpoint.pt.gz``, so that a sweep on another machine resumes it (``archive=``,
   ``core/archived.py``); gone once every run is done.
 
 The gzip streams carry no timestamp, so the same summary gives the same bytes.
@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import FRAME_COLUMNS, RUN_KEYS, AnalysisError, Results, select_analysed, wall_times
-from core.archived import ARCHIVE_FILE, UNFINISHED_DIR
+from core.archived import ARCHIVE_FILE, CARRIED, UNFINISHED_DIR, carry_checkpoint
 from analysis.scores import RANDOM_CACHE, run_scores
 
 ARCHIVE_FORMAT = 1
@@ -186,13 +186,11 @@ def write_archive(summary: Results, suite: str, path: str | Path) -> Path:
             row["path"] = str(folder.relative_to(root))
         except (ValueError, TypeError):
             pass
-        if row["status"] != "done" and (folder / "checkpoint.pt").is_file():
+        if row["status"] != "done" and ((folder / "checkpoint.pt").is_file() or (folder / CARRIED).is_file()):
             # an unfinished run carries its resume point, so a sweep elsewhere goes on from it (archive=)
             relative = Path(row["run_id"])
             (carry / relative).mkdir(parents=True, exist_ok=True)
-            for name in ("checkpoint.pt", "run.json"):
-                if (folder / name).is_file():
-                    shutil.copyfile(folder / name, carry / relative / name)
+            carry_checkpoint(folder, carry / relative)
             row["path"] = str(Path(UNFINISHED_DIR) / relative)
         lines.append(json.dumps(row, sort_keys=True))
     shutil.rmtree(out / UNFINISHED_DIR, ignore_errors=True)

@@ -182,7 +182,15 @@ def test_a_sweep_skips_what_an_archive_holds_done_and_resumes_what_it_carries(tm
     archive = tmp_path / "archive"
     assert harness_main(["report", "suite=mujoco", f"results_dir={first}", f"save_archive={archive}",
                          f"out_dir={tmp_path / 'rep'}", f"reps={REPS}"]) == 0
-    assert (archive / "unfinished" / run1.run_id / "checkpoint.pt").is_file()
+    assert (archive / "unfinished" / run1.run_id / "checkpoint.pt.gz").is_file()
+    # written again with another machine's runs, the archive still carries it, byte for byte
+    carried = (archive / "unfinished" / run1.run_id / "checkpoint.pt.gz").read_bytes()
+    other = tmp_path / "other"
+    write_run(other, "InvertedPendulum-v5", "ppo_clip+clip_eps=0.1", 0, [1.0] * 5, steps=1024)
+    assert harness_main(["report", f"archive={archive}", f"results_dir={other}", f"save_archive={archive}",
+                         f"out_dir={tmp_path / 'rep2'}", f"reps={REPS}"]) == 0
+    assert (archive / "unfinished" / run1.run_id / "checkpoint.pt.gz").read_bytes() == carried
+    assert not (archive / "unfinished.new").exists()
     second = tmp_path / "second"
     capsys.readouterr()
     assert harness_main(words(second, f"archive={archive}")) == 0
