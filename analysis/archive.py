@@ -29,7 +29,6 @@ The gzip streams carry no timestamp, so the same summary gives the same bytes.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import shutil
 from datetime import datetime, timezone
@@ -39,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import FRAME_COLUMNS, RUN_KEYS, AnalysisError, Results, select_analysed, wall_times
-from core.archived import ARCHIVE_FILE, CARRIED, UNFINISHED_DIR, carry_checkpoint
+from core.archived import ARCHIVE_FILE, CARRIED, UNFINISHED_DIR, carry_checkpoint, gzip_bytes
 from analysis.scores import RANDOM_CACHE, run_scores
 
 ARCHIVE_FORMAT = 1
@@ -148,16 +147,9 @@ def merge_summaries(older: Results, newer: Results, suite: str) -> Results:
 # ---------------------------------------------------------------------------------------
 # writing and reading
 
-def _gzip_bytes(data: bytes) -> bytes:
-    buf = io.BytesIO()
-    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="") as f:
-        f.write(data)
-    return buf.getvalue()
-
-
 def _write(path: Path, data: bytes) -> None:
     from core.results import atomic_write_bytes
-    atomic_write_bytes(path, _gzip_bytes(data) if path.suffix == ".gz" else data)
+    atomic_write_bytes(path, gzip_bytes(data) if path.suffix == ".gz" else data)
 
 
 def _json_value(value):

@@ -48,16 +48,21 @@ def archived_runs(path: str | Path, suite: str) -> dict[str, dict]:
     return {row["run_id"]: {**row, "path": str(Path(path) / row["path"])} for row in rows}
 
 
+def gzip_bytes(data: bytes) -> bytes:
+    """``data`` gzipped with no timestamp or name inside: the same bytes give the same file."""
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="") as f:
+        f.write(data)
+    return buf.getvalue()
+
+
 def carry_checkpoint(run_dir: Path, carried: Path) -> None:
     """Copy an unfinished run's resume point into an archive: its checkpoint gzipped (with no
     timestamp, so an unchanged checkpoint gives the same bytes) and its run.json. ``run_dir`` may
     itself be a carried folder (an archive written again)."""
     carried.mkdir(parents=True, exist_ok=True)
     if (run_dir / "checkpoint.pt").is_file():
-        buf = io.BytesIO()
-        with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="") as f:
-            f.write((run_dir / "checkpoint.pt").read_bytes())
-        (carried / CARRIED).write_bytes(buf.getvalue())
+        (carried / CARRIED).write_bytes(gzip_bytes((run_dir / "checkpoint.pt").read_bytes()))
     elif (run_dir / CARRIED).resolve() != (carried / CARRIED).resolve():
         shutil.copyfile(run_dir / CARRIED, carried / CARRIED)
     if (run_dir / "run.json").is_file() and (run_dir / "run.json").resolve() != (carried / "run.json").resolve():
