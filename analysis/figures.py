@@ -99,24 +99,31 @@ def _grid_shape(n: int, max_cols: int = 4) -> tuple[int, int]:
 # ---------------------------------------------------------------------------------------
 # learning curves (Figure 3 of the paper)
 
+def _read_at(times: np.ndarray, values: np.ndarray, grid: np.ndarray, key: tuple) -> pd.DataFrame:
+    """One run's step function (``values[i]`` from ``times[i]`` on) read at ``grid``: the last value
+    at or before each point, NaN before the first. Returns RUN_KEYS (from ``key``) + [step, value]."""
+    idx = np.searchsorted(times, grid, side="right") - 1
+    part = pd.DataFrame({"step": grid, "value": np.where(idx >= 0, values[np.clip(idx, 0, None)], np.nan)})
+    for k, v in zip(RUN_KEYS, key):
+        part[k] = v
+    return part
+
+
+def _concat_runs(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RUN_KEYS + ["step", "value"])
+
+
+def _running_mean(returns: pd.Series, window: int) -> np.ndarray:
+    return pd.Series(returns.to_numpy()).rolling(window, min_periods=1).mean().to_numpy()
+
+
 def run_curves(episodes: pd.DataFrame, steps: int, points: int = CURVE_POINTS, window: int = LAST_EPISODES) -> pd.DataFrame:
     """Per run, the running mean of the last ``window`` training episode returns, read at ``points``
     evenly spaced steps up to ``steps`` (NaN before the first finished episode).
     ``episodes``: the tidy rows of ``episode_return``. Returns RUN_KEYS + [step, value]."""
     grid = np.linspace(0, steps, points + 1)[1:]
-    out = []
-    for key, g in episodes.groupby(RUN_KEYS, observed=True, sort=False):
-        step = g["step"].to_numpy()
-        running = pd.Series(g["value"].to_numpy()).rolling(window, min_periods=1).mean().to_numpy()
-        idx = np.searchsorted(step, grid, side="right") - 1
-        value = np.where(idx >= 0, running[np.clip(idx, 0, None)], np.nan)
-        part = pd.DataFrame({"step": grid, "value": value})
-        for k, v in zip(RUN_KEYS, key):
-            part[k] = v
-        out.append(part)
-    if not out:
-        return pd.DataFrame(columns=RUN_KEYS + ["step", "value"])
-    return pd.concat(out, ignore_index=True)
+    return _concat_runs([_read_at(g["step"].to_numpy(), _running_mean(g["value"], window), grid, key)
+                         for key, g in episodes.groupby(RUN_KEYS, observed=True, sort=False)])
 
 
 def wall_clock_curves(episodes: pd.DataFrame, walls: pd.DataFrame, points: int = CURVE_POINTS,
@@ -135,16 +142,8 @@ def wall_clock_curves(episodes: pd.DataFrame, walls: pd.DataFrame, points: int =
             continue
         steps, seconds = clock[key]
         at = np.interp(g["step"].to_numpy(dtype=float), np.concatenate([[0.0], steps]), np.concatenate([[0.0], seconds]))
-        running = pd.Series(g["value"].to_numpy()).rolling(window, min_periods=1).mean().to_numpy()
-        grid = np.linspace(0, seconds.max(), points + 1)[1:]
-        idx = np.searchsorted(at, grid, side="right") - 1
-        part = pd.DataFrame({"step": grid, "value": np.where(idx >= 0, running[np.clip(idx, 0, None)], np.nan)})
-        for k, v in zip(RUN_KEYS, key):
-            part[k] = v
-        out.append(part)
-    if not out:
-        return pd.DataFrame(columns=RUN_KEYS + ["step", "value"])
-    return pd.concat(out, ignore_index=True)
+        out.append(_read_at(at, _running_mean(g["value"], window), np.linspace(0, seconds.max(), points + 1)[1:], key))
+    return _concat_runs(out)
 
 
 def setting_wall_curves(curves: pd.DataFrame, points: int = CURVE_POINTS) -> pd.DataFrame:
@@ -156,16 +155,9 @@ def setting_wall_curves(curves: pd.DataFrame, points: int = CURVE_POINTS) -> pd.
     for _, setting in curves.groupby(["suite", "env", "label"], observed=True, sort=False):
         until = setting.groupby(RUN_KEYS, observed=True, sort=False)["step"].max().min()
         grid = np.linspace(0, until, points + 1)[1:]
-        for key, run in setting.groupby(RUN_KEYS, observed=True, sort=False):
-            idx = np.searchsorted(run["step"].to_numpy(dtype=float), grid, side="right") - 1
-            values = run["value"].to_numpy(dtype=float)
-            part = pd.DataFrame({"step": grid, "value": np.where(idx >= 0, values[np.clip(idx, 0, None)], np.nan)})
-            for k, v in zip(RUN_KEYS, key):
-                part[k] = v
-            out.append(part)
-    if not out:
-        return pd.DataFrame(columns=RUN_KEYS + ["step", "value"])
-    return pd.concat(out, ignore_index=True)
+        out += [_read_at(run["step"].to_numpy(dtype=float), run["value"].to_numpy(dtype=float), grid, key)
+                for key, run in setting.groupby(RUN_KEYS, observed=True, sort=False)]
+    return _concat_runs(out)
 
 
 def learning_curves(curves: pd.DataFrame, envs: list[str], labels: list[str], styles: dict[str, dict],
