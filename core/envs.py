@@ -105,6 +105,43 @@ def step_together(envs: list, actions: list[np.ndarray]) -> list[VecStep]:
     return [e.step(a) for e, a in zip(envs, actions)]
 
 
+class ListGroupEnv:
+    """The G environments of group collection (``core.rollout.GroupCollector``): every one reset
+    with one seed (one shared initial state), then the environments ``ids`` whose episodes go on
+    stepped, without autoreset. Gymnasium environments in a list, stepped in turn; a suite with
+    a batched simulator implements the same ``reset_same`` / ``step_rows``
+    (``suites/mujoco_vec.py``), giving the same numbers.
+
+    ``step_rows`` returns a ``VecStep`` of the stepped rows only (numbered as in ``ids``): its
+    ``episodes`` hold ``(k, score, length)`` where the environment reports a raw score of its own
+    (``info["episode"]``, e.g. Atari's unclipped game score); otherwise an episode's score is the
+    sum of its rewards, which the collector keeps."""
+
+    def __init__(self, envs: list):
+        self.envs = envs
+        self.num_envs = len(envs)
+        self.max_episode_steps = getattr(getattr(envs[0], "spec", None), "max_episode_steps", None)
+
+    def reset_same(self, seed: int) -> np.ndarray:
+        return np.asarray([env.reset(seed=seed)[0] for env in self.envs])
+
+    def step_rows(self, ids: np.ndarray, actions: np.ndarray) -> VecStep:
+        n = len(ids)
+        obs, rewards = [None] * n, np.zeros(n)
+        terminated, truncated = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        out = VecStep(obs=None, rewards=rewards, terminated=terminated, truncated=truncated)
+        for k, i in enumerate(ids):
+            obs[k], rewards[k], terminated[k], truncated[k], info = self.envs[i].step(actions[k])
+            if (terminated[k] or truncated[k]) and "episode" in info:
+                out.episodes.append((k, float(info["episode"]["r"]), int(info["episode"]["l"])))
+        out.obs = np.asarray(obs)
+        return out
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
 class ListVecEnv:
     """Gymnasium environments in a list, reset in the same step as they end.
 

@@ -306,13 +306,18 @@ class GroupCollector:
     """
 
     def __init__(self, envs, num_groups: int, seed: int, length_limit: int | None):
-        self.envs, self.num_groups, self.length_limit = envs, num_groups, length_limit
+        # ``envs``: G gymnasium environments, or a group environment of G (``reset_same`` and
+        # ``step_rows``, as ``core.envs.ListGroupEnv``; ``suites/mujoco_vec.py`` steps them in one call)
+        from core.envs import ListGroupEnv
+        self.group_env = ListGroupEnv(envs) if isinstance(envs, (list, tuple)) else envs
+        self.envs = getattr(self.group_env, "envs", None)
+        self.num_groups, self.length_limit = num_groups, length_limit
         self.rng = np.random.default_rng(seed)
         self.global_step = 0
         self.next_group = 0
 
     def reset_group(self, seed: int) -> np.ndarray:
-        return _as_batch_obs([env.reset(seed=seed)[0] for env in self.envs])
+        return self.group_env.reset_same(seed)
 
     def collect(self, agent) -> tuple[Batch, list[Episode]]:
         columns, episodes = [], []
@@ -348,7 +353,7 @@ class GroupCollector:
         return batch, episodes
 
     def _collect_group(self, agent):
-        G = len(self.envs)
+        G = self.group_env.num_envs
         group = self.next_group
         self.next_group += 1
         obs = self.reset_group(int(self.rng.integers(2 ** 31 - 1)))
@@ -357,23 +362,23 @@ class GroupCollector:
         episodes = []
         while active.size:
             actions = agent.act(obs[active], self.rng)
-            env_actions = agent.env_action(actions)
+            step = self.group_env.step_rows(active, agent.env_action(actions))
+            # the recorded score is the raw one where the environment reports it (e.g. Atari's
+            # unclipped game score); else the rewards' sum
+            raw_scores = {k: score for k, score, _ in step.episodes}
             still = []
-            for k, i in enumerate(active):
-                o, r, terminated, truncated, info = self.envs[i].step(env_actions[k])
+            for k, i in enumerate(active.tolist()):
                 col = columns[i]
                 col["obs"].append(obs[i].copy())
                 col["actions"].append(actions[k])
-                col["rewards"].append(float(r))
+                col["rewards"].append(float(step.rewards[k]))
                 self.global_step += 1
-                if terminated or truncated:
-                    col["truncated"] = bool(truncated and not terminated)
-                    # the recorded score is the raw one where the environment reports it
-                    # (info["episode"], e.g. Atari's unclipped game score); else the rewards' sum
-                    ret = float(info["episode"]["r"]) if "episode" in info else float(sum(col["rewards"]))
+                if step.terminated[k] or step.truncated[k]:
+                    col["truncated"] = bool(step.truncated[k] and not step.terminated[k])
+                    ret = raw_scores[k] if k in raw_scores else float(sum(col["rewards"]))
                     episodes.append(Episode(self.global_step, ret, len(col["rewards"])))
                 else:
-                    obs[i] = o
+                    obs[i] = step.obs[k]
                     still.append(i)
             active = np.asarray(still, dtype=np.int64)
         return columns, episodes

@@ -98,6 +98,12 @@ class Suite(ABC):
         from core.envs import ListVecEnv
         return ListVecEnv([self.make_env(env_id, cfg) for _ in range(num_envs)])
 
+    def make_group_env(self, env_id: str, cfg: Any, group_size: int):
+        """The G training environments of group collection (``core.envs.ListGroupEnv``'s interface:
+        all reset to one state, then stepped until each episode ends)."""
+        from core.envs import ListGroupEnv
+        return ListGroupEnv([self.make_env(env_id, cfg) for _ in range(group_size)])
+
     @abstractmethod
     def make_agent(self, env, cfg: Any):
         """The agent (see ``core/agent.py``) for this environment."""
@@ -114,9 +120,9 @@ class Suite(ABC):
                       if getattr(cfg, "reward_scale", False) else None)
             collector = HorizonCollector(vec_env, algo_cfg.num_steps, algo_cfg.gamma, seed, needs.critic, scaler)
             return collector, algo_cfg.num_envs * algo_cfg.num_steps
-        envs = [self.make_env(env_id, cfg) for _ in range(algo_cfg.group_size)]
-        limit = getattr(getattr(envs[0], "spec", None), "max_episode_steps", None)
-        collector = GroupCollector(envs, algo_cfg.num_groups, seed, limit)
+        group_env = self.make_group_env(env_id, cfg, algo_cfg.group_size)
+        limit = group_env.max_episode_steps
+        collector = GroupCollector(group_env, algo_cfg.num_groups, seed, limit)
         # Episodes vary in length; the length limit gives a lower bound on the number of updates.
         return collector, algo_cfg.group_size * algo_cfg.num_groups * (limit or 1000)
 

@@ -394,6 +394,12 @@ class MujocoSuite(Suite):
         from suites.mujoco_vec import make_mujoco_vec_env
         return make_mujoco_vec_env(env_id, num_envs) or super().make_vec_env(env_id, cfg, num_envs)
 
+    def make_group_env(self, env_id: str, cfg: MujocoConfig, group_size: int):
+        """The group's G environments of the paper's seven as one ``MujocoVecEnv`` (one call per step,
+        only the episodes still running stepped; the same numbers as gymnasium's, as above)."""
+        from suites.mujoco_vec import make_mujoco_vec_env
+        return make_mujoco_vec_env(env_id, group_size) or super().make_group_env(env_id, cfg, group_size)
+
     def make_agent(self, env: gym.Env, cfg: MujocoConfig) -> MLPAgent:
         return MLPAgent(env.observation_space, env.action_space, cfg)
 

@@ -30,6 +30,11 @@ places where that is not the obvious vectorisation:
   ``np.matmul`` (the same ``ddot`` per row), checked against ``np.linalg.norm`` at start,
   with a per-row fallback.
 
+Group collection (grpo, rloo, dapo; ``core.rollout.GroupCollector``) uses the same simulations
+through ``reset_same(seed)`` (every environment reset to one state) and ``step_rows(ids,
+actions)`` (only the episodes still running stepped, no autoreset): the interface of
+``core.envs.ListGroupEnv``, with the same numbers.
+
 Not reproduced: the ``info`` dicts (the collector does not read them) and
 ``mj_rnePostConstraint`` after each step (it fills ``cacc``/``cfrc_*``, which none of these
 seven environments reads and which the next step recomputes).
@@ -148,8 +153,8 @@ class _BatchSim:
         self.state_spec = int(mujoco.mjtState.mjSTATE_INTEGRATION)
         assert self.batch.nstate == mujoco.mj_stateSize(model, self.state_spec)
 
-    def step(self, nstep: int) -> None:
-        self.batch.step(nstep=nstep)
+    def step(self, nstep: int, ids: np.ndarray | None = None) -> None:
+        self.batch.step(ids=ids, nstep=nstep)   # ids: sorted, unique; None: all
 
     def reset(self, ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
         # gymnasium: mj_resetData, then qpos/qvel, then mj_forward
@@ -189,9 +194,10 @@ class _LoopSim:
         for name, arr in self.derived.items():
             arr[i] = getattr(d, name)
 
-    def step(self, nstep: int) -> None:
+    def step(self, nstep: int, ids: np.ndarray | None = None) -> None:
         mj_step, model, ctrl = self.mujoco.mj_step, self.model, self.ctrl
-        for i, d in enumerate(self.datas):
+        for i in (range(len(self.datas)) if ids is None else ids.tolist()):
+            d = self.datas[i]
             d.ctrl[:] = ctrl[i]
             mj_step(model, d, nstep=nstep)
             self._gather(i)
@@ -329,6 +335,38 @@ class MujocoVecEnv:
 
     def close(self) -> None:
         pass
+
+    # -- groups (core.envs.ListGroupEnv's interface, for core.rollout.GroupCollector) -------------
+
+    def reset_same(self, seed: int) -> np.ndarray:
+        """Reset every environment seeded ``seed``: one shared initial state, as G gymnasium
+        environments each given ``reset(seed=seed)``; returns their observations."""
+        from gymnasium.utils import seeding
+        for i in range(self.num_envs):
+            self.rngs[i] = seeding.np_random(seed)[0]
+        self.episode_return[:] = 0.0
+        self.episode_length[:] = 0
+        self._reset_envs(np.arange(self.num_envs))
+        return self._obs_fn(slice(None))
+
+    def step_rows(self, ids: np.ndarray, actions: np.ndarray) -> VecStep:
+        """Step environments ``ids`` (sorted, unique) with ``actions`` [len(ids), nu]; the others
+        hold still. No autoreset: an ended episode stays ended until ``reset_same``. Returns the
+        stepped rows' ``VecStep`` (numbered as in ``ids``; no ``episodes``: a score is the sum of
+        the rewards). The rewards and terminations are computed for every row, as ``step`` does
+        (the same per-row arithmetic), and the stepped rows' taken."""
+        ids = np.asarray(ids, dtype=np.int64)
+        full = np.zeros((self.num_envs, self.model.nu), dtype=np.asarray(actions).dtype)
+        full[ids] = actions
+        sim = self.sim
+        before = sim.qpos[:, 0].copy()
+        sim.ctrl[ids] = full[ids]
+        sim.step(self.frame_skip, None if len(ids) == self.num_envs else ids)
+        obs = self._obs_fn(slice(None))
+        rewards, terminated = self._step_fn(full, before, obs)
+        self.episode_length[ids] += 1
+        return VecStep(obs=obs[ids], rewards=rewards[ids], terminated=terminated[ids],
+                       truncated=self.episode_length[ids] >= self.max_episode_steps)
 
     # -- checkpointing (as ListVecEnv) ------------------------------------------------------
 

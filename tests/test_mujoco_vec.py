@@ -156,6 +156,41 @@ def test_rejects_other_envs_and_bad_actions():
         eng.step(np.zeros((3, 3), dtype=np.float32))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("env_id", SUPPORTED_ENVS)
+def test_group_collection_matches_gymnasium(env_id, backend):
+    """GroupCollector (grpo, rloo, dapo) on G gymnasium environments and on one MujocoVecEnv of G
+    gives the same batch and episodes, bit for bit: each group's shared reset, its episodes of
+    different lengths (the ended ones no longer stepped), terminations and truncations."""
+    import torch
+
+    from core.envs import ListGroupEnv
+    from core.rollout import GroupCollector
+    from suites.mujoco import MLPAgent, MujocoConfig
+    G, limit = 4, LIMITS.get(env_id, 40)
+    kwargs = {} if limit is None else {"max_episode_steps": limit}
+    gym_group = ListGroupEnv([gym.make(env_id, disable_env_checker=True, **kwargs) for _ in range(G)])
+    native = MujocoVecEnv(env_id, G, max_episode_steps=limit, backend=backend)
+    assert native.max_episode_steps == gym_group.max_episode_steps
+    torch.manual_seed(0)
+    agent = MLPAgent(gym_group.envs[0].observation_space, gym_group.envs[0].action_space, MujocoConfig())
+    ref, got = (GroupCollector(e, num_groups=3, seed=11, length_limit=limit) for e in (gym_group, native))
+    lengths, ended = set(), {"terminated": 0, "truncated": 0}
+    for _ in range(2):
+        (b_ref, e_ref), (b_got, e_got) = ref.collect(agent), got.collect(agent)
+        assert e_ref == e_got
+        for name in ("obs", "actions", "rewards", "dones", "mask", "logp_old", "groups", "scores", "lengths",
+                     "truncated"):
+            assert torch.equal(getattr(b_ref, name), getattr(b_got, name)), name
+        lengths |= set(b_ref.lengths.tolist())
+        ended["truncated"] += int(b_ref.truncated.sum())
+        ended["terminated"] += int((1 - b_ref.truncated).sum())
+    assert ref.state_dict() == got.state_dict()
+    assert len(lengths) > 1 or env_id in ("HalfCheetah-v5", "Swimmer-v5", "Reacher-v5")  # never terminate
+    assert ended["truncated"] > 0 or env_id in ("Hopper-v5", "Walker2d-v5", "InvertedPendulum-v5",
+                                                 "InvertedDoublePendulum-v5")
+
+
 def test_a_training_run_is_the_same_on_either_engine(tmp_path, monkeypatch):
     """The suite steps the paper's environments natively; a run gives the same numbers as with
     gymnasium's environments (monkeypatched back in), truncations and resets included."""
@@ -163,10 +198,11 @@ def test_a_training_run_is_the_same_on_either_engine(tmp_path, monkeypatch):
     from harness import cli
 
     def run(results_dir):
-        args = ["suite=mujoco", "algo=ppo_clip,reinforce", "env=Hopper-v5", "seeds=1", "steps=1536",
-                "algo.num_steps=512", "algo.num_envs=2", "eval_every=1536", "eval_episodes=1", "jobs=1",
-                "threads=1", "report=false", f"results_dir={results_dir}"]
-        assert cli.main(args) == 0
+        common = ["env=Hopper-v5", "seeds=1", "steps=1536", "eval_every=1536", "eval_episodes=1", "jobs=1",
+                  "threads=1", "report=false", f"results_dir={results_dir}"]
+        assert cli.main(["suite=mujoco", "algo=ppo_clip,reinforce", "algo.num_steps=512", "algo.num_envs=2",
+                         *common]) == 0
+        assert cli.main(["suite=mujoco", "algo=grpo", "algo.group_size=4", *common]) == 0   # group collection
         return {p.relative_to(results_dir).as_posix(): learning_rows(p)
                 for p in sorted(results_dir.rglob("*.csv"))}
 
@@ -174,4 +210,4 @@ def test_a_training_run_is_the_same_on_either_engine(tmp_path, monkeypatch):
     with_native = run(tmp_path / "native")
     monkeypatch.setattr(native, "make_mujoco_vec_env", lambda env_id, num_envs, **kw: None)
     with_gymnasium = run(tmp_path / "gymnasium")
-    assert with_native == with_gymnasium and len(with_native) == 6
+    assert with_native == with_gymnasium and len(with_native) == 9
