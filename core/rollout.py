@@ -310,7 +310,6 @@ class GroupCollector:
         # ``step_rows``, as ``core.envs.ListGroupEnv``; ``suites/mujoco_vec.py`` steps them in one call)
         from core.envs import ListGroupEnv
         self.group_env = ListGroupEnv(envs) if isinstance(envs, (list, tuple)) else envs
-        self.envs = getattr(self.group_env, "envs", None)
         self.num_groups, self.length_limit = num_groups, length_limit
         self.rng = np.random.default_rng(seed)
         self.global_step = 0

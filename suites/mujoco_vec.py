@@ -310,12 +310,7 @@ class MujocoVecEnv:
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs, self.model.nu):
             raise ValueError(f"actions of shape {actions.shape}; expected {(self.num_envs, self.model.nu)}")
-        sim = self.sim
-        before = sim.qpos[:, 0].copy()
-        sim.ctrl[...] = actions
-        sim.step(self.frame_skip)
-        obs = self._obs_fn(slice(None))
-        rewards, terminated = self._step_fn(actions, before, obs)
+        obs, rewards, terminated = self._advance(actions)
         self.episode_return += rewards
         self.episode_length += 1
         truncated = self.episode_length >= self.max_episode_steps
@@ -332,6 +327,20 @@ class MujocoVecEnv:
             self._reset_envs(ids)
             obs[ids] = self._obs_fn(ids)
         return out
+
+    def _advance(self, actions: np.ndarray, ids: np.ndarray | None = None):
+        """Step simulations ``ids`` (sorted, unique; None: all) with their rows of ``actions`` [N, nu];
+        returns every row's observation, reward and termination (``step`` and ``step_rows``)."""
+        sim = self.sim
+        before = sim.qpos[:, 0].copy()
+        if ids is None:
+            sim.ctrl[...] = actions
+        else:
+            sim.ctrl[ids] = actions[ids]
+        sim.step(self.frame_skip, ids)
+        obs = self._obs_fn(slice(None))
+        rewards, terminated = self._step_fn(actions, before, obs)
+        return obs, rewards, terminated
 
     def close(self) -> None:
         pass
@@ -358,12 +367,7 @@ class MujocoVecEnv:
         ids = np.asarray(ids, dtype=np.int64)
         full = np.zeros((self.num_envs, self.model.nu), dtype=np.asarray(actions).dtype)
         full[ids] = actions
-        sim = self.sim
-        before = sim.qpos[:, 0].copy()
-        sim.ctrl[ids] = full[ids]
-        sim.step(self.frame_skip, None if len(ids) == self.num_envs else ids)
-        obs = self._obs_fn(slice(None))
-        rewards, terminated = self._step_fn(full, before, obs)
+        obs, rewards, terminated = self._advance(full, None if len(ids) == self.num_envs else ids)
         self.episode_length[ids] += 1
         return VecStep(obs=obs[ids], rewards=rewards[ids], terminated=terminated[ids],
                        truncated=self.episode_length[ids] >= self.max_episode_steps)

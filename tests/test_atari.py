@@ -310,7 +310,7 @@ def test_group_rollout_starts_every_member_of_a_group_identically():
         obs = collector.reset_group(seed)
         assert obs.shape == (2, 4, 84, 84)
         assert all(np.array_equal(obs[0], o) for o in obs[1:])
-        first = [int(e.unwrapped.ale.getEpisodeFrameNumber()) for e in collector.envs]
+        first = [int(e.unwrapped.ale.getEpisodeFrameNumber()) for e in collector.group_env.envs]
         assert len(set(first)) == 1          # the same number of no-op frames
         starts[seed] = first[0]
     assert len(set(starts.values())) > 1     # different groups start after different no-op counts

@@ -237,7 +237,7 @@ def test_batches_are_built_on_the_agents_device():
                                num_steps=64, gamma=0.99, seed=0, with_values=True)   # truncations at 20
     batch, _ = horizon.collect(agent)
     groups = GroupCollector([gym.make("InvertedPendulum-v5", max_episode_steps=10) for _ in range(2)], 2, 0, 10)
-    group_batch, _ = groups.collect(_agent(groups.envs[0]))
+    group_batch, _ = groups.collect(_agent(groups.group_env.envs[0]))
     for b in (batch, group_batch):
         tensors = {k: v for k, v in vars(b).items() if isinstance(v, torch.Tensor)}
         assert {v.device for v in tensors.values()} == {rollout.agent_device(agent)}, tensors.keys()
