@@ -141,7 +141,8 @@ def merge_summaries(older: Results, newer: Results, suite: str) -> Results:
                    warnings=messages, budgets=chosen, scores={k: v for k, v in scores.items() if v is not None},
                    curves=union(lambda side: side.curves), wall_curves=union(lambda side: side.wall_curves),
                    source=f"{newer.source or newer.root} and {older.source or older.root}",
-                   sweeps=sorted(pieces.values(), key=lambda p: p.get("start", "")))
+                   sweeps=sorted(pieces.values(), key=lambda p: p.get("start", "")),
+                   folds=[*older.folds, *newer.folds])
 
 
 # ---------------------------------------------------------------------------------------
@@ -203,9 +204,10 @@ def write_archive(summary: Results, suite: str, path: str | Path) -> Path:
     if random.exists():
         (out / suite).mkdir(exist_ok=True)
         shutil.copyfile(random, out / suite / RANDOM_CACHE)
+    made = datetime.now(timezone.utc).isoformat(timespec="seconds")
     meta = {"format": ARCHIVE_FORMAT, "suite": suite, "budget": summary.budgets.get(suite),
-            "warnings": summary.warnings, "made_from": summary.source or str(root.resolve()),
-            "made": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "warnings": summary.warnings, "made_from": str(root.resolve()), "made": made,
+            "folds": [*summary.folds, {"made": made, "from": str(root.resolve())}],
             "score_kinds": sorted(summary.scores), "sweeps": summary.sweeps}
     _write(out / ARCHIVE_FILE, (json.dumps(meta, indent=1) + "\n").encode())
     return out
@@ -257,11 +259,22 @@ def load_archive(path: str | Path) -> Results:
     else:
         frame = pd.DataFrame({c: pd.Series(dtype=float if c == "value" else object) for c in FRAME_COLUMNS})
     budget = meta.get("budget")
+    # archives written before "folds" existed recorded only their last write
+    folds = meta.get("folds") or [{"made": meta.get("made"), "from": meta.get("made_from")}]
     return Results(root=root, runs=runs, frame=frame, warnings=list(meta.get("warnings", [])),
                    budgets={meta["suite"]: int(budget)} if budget else {}, scores=scores,
                    curves=curves if len(curves) else None, sweeps=list(meta.get("sweeps", [])),
                    wall_curves=wall_curves if wall_curves is not None and len(wall_curves) else None,
-                   source=f"archive {root} (made {meta.get('made')} from {meta.get('made_from')})")
+                   source=archive_source(root, folds), folds=folds)
+
+
+def archive_source(root: Path, folds: list[dict]) -> str:
+    """One line naming the archive and every fold that wrote it, oldest first."""
+    if len(folds) == 1:
+        return f"archive {root} (made {folds[0]['made']} from {folds[0]['from']})"
+    froms = sorted({f["from"] for f in folds})
+    return (f"archive {root} (made in {len(folds)} folds of results from {', '.join(froms)}: "
+            + ", ".join(f["made"] for f in folds) + ")")
 
 
 def archive_suite(path: str | Path) -> str:

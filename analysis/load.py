@@ -67,6 +67,9 @@ class Results:
     wall_curves: pd.DataFrame | None = None    # the curves against wall-clock seconds (``step`` in seconds)
     source: str | None = None           # what the rows came from, when not the folder ``root``
     sweeps: list[dict] = field(default_factory=list)   # the sweeps' wall-time records (core/sweeplog.py)
+    # the archive writes these rows passed through, oldest first: {"made": ISO time, "from": the
+    # results folder folded in}; kept flat so a report names every fold without nesting them
+    folds: list[dict] = field(default_factory=list)
 
     @property
     def analysed(self) -> pd.DataFrame:

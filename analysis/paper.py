@@ -997,26 +997,3 @@ def conditions_parts(scores: pd.DataFrame, random: dict[str, float], table1_labe
                        ["setting", "environment", "seeds", "annealed", "constant", "constant − annealed"], erows,
                        anchor="paper-schedule-effect", numeric={2, 3, 4, 5}))
     return parts
-    label_c, label_a = effect["constant_label"].iloc[0], effect["annealed_label"].iloc[0]
-    agg = effect[effect["env"] == "normalised (all)"]
-    per_env = effect[effect["env"] != "normalised (all)"]
-    signs = [_versus(r.low, r.high) for r in per_env.itertuples()]
-    text = (f"How much it matters, measured: {label_c} (the released code's constant learning rate and ε) against "
-            f"{label_a} (annealed). Per environment, constant − annealed with Welch's 95% interval over seeds: "
-            f"constant is ahead on {signs.count('ahead')}, tied on {signs.count('tied')} and behind on "
-            f"{signs.count('behind')} of {len(per_env)} environment(s).")
-    if len(agg):
-        r = agg.iloc[0]
-        text += (f" Average normalised score (Table 1's constants): constant {r.constant:.2f}, annealed "
-                 f"{r.annealed:.2f}, difference {fmt_ci(r.difference, r.low, r.high, 2, sign=True)} (95% stratified "
-                 f"bootstrap, {reps} resamples, seed {seed}).")
-    parts.append(text)
-    erows = []
-    for r in effect.itertuples():
-        digits = 2 if r.env == "normalised (all)" else digits_for([r.annealed, r.constant])
-        erows.append([r.env, str(r.seeds), fmt(r.annealed, digits), fmt(r.constant, digits),
-                      fmt_ci(r.difference, r.low, r.high, digits, sign=True)])
-    parts.append(Table("The schedule's effect: mean over seeds, constant − annealed [95% CI]",
-                       ["environment", "seeds", f"annealed ({label_a})", f"constant ({label_c})",
-                        "constant − annealed"], erows, anchor="paper-schedule-effect", numeric={1, 2, 3, 4}))
-    return parts

@@ -155,6 +155,9 @@ def test_an_archive_and_a_results_folder_merge_into_the_summary_of_one_folder(tm
     assert len(merged.runs) == len(one.runs) and merged.runs["analysed"].sum() == one.runs["analysed"].sum()
     assert sorted(merged.warnings) == sorted(one.warnings)
     assert [p["start"] for p in merged.sweeps] == [p["start"] for p in one.sweeps]
+    # the archive names both folds, oldest first, in one flat line (not one inside the other)
+    assert [f["from"] for f in merged.folds] == [str(first.resolve()), str(second.resolve())]
+    assert merged.source.count("(") == 1 and all(f["made"] in merged.source for f in merged.folds)
 
 
 def test_a_sweep_skips_what_an_archive_holds_done_and_resumes_what_it_carries(tmp_path, capsys):
