@@ -416,6 +416,12 @@ def plan_batches(runs: list[RunConfig], batch_runs: int | None, jobs: int) -> li
 # 3000 here underestimated Table 1's grid by 1.4-1.9x.
 ESTIMATED_SPS = {"mujoco": 1900, "atari": 150,   # atari, one thread: ppo ~560 (fp32), ~40 trpo, ~170 groups
                  "llm_toy": 100}                  # llm_toy: completions per second
+# Group rollouts (grpo, rloo, dapo) make more steps per second: a group's episodes step as one
+# vectorised environment with one policy call per step, and an update comes only once per
+# num_groups x group_size episodes. MuJoCo: the main job's 56 group runs at 1M steps, jobs=2, made
+# ~10.4k steps/s per process (44.5 min, 2026-12-04, docs/paper_mujoco; 1900 planned them 5.5x too
+# long). Per environment it ranges from ~3.5k to ~30k (more updates where episodes are short).
+ESTIMATED_GROUP_SPS = {"mujoco": 10000, "atari": 170}
 # A stack of K runs (the batched engine) steps K / (1 + (K - 1) * c) times as fast as a lone run:
 # each further run costs about c of a lone run's time (one process, Hopper: 8 runs 2.9x, 16 runs
 # 3.5x a lone run; docs/BENCHMARKS.md, "Many runs, one process").
@@ -424,11 +430,15 @@ STACK_RUN_COST = 0.24
 
 def estimated_minutes(suite: str, units: list[list[RunConfig]], jobs: int) -> float:
     """The plan's wall-time estimate: each process's steps at the rate measured for its kind (a
-    lone run at ``ESTIMATED_SPS``, a stack of K faster by ``STACK_RUN_COST``'s rule), spread over
-    ``jobs`` processes in the order given, each starting on the first free job."""
-    lone = ESTIMATED_SPS.get(suite, 3000)
+    lone run at ``ESTIMATED_SPS``, or ``ESTIMATED_GROUP_SPS`` for a group rollout; a stack of K
+    faster by ``STACK_RUN_COST``'s rule), spread over ``jobs`` processes in the order given, each
+    starting on the first free job."""
+    import algos
     load = [0.0] * max(1, jobs)
     for u in units:
+        lone = ESTIMATED_SPS.get(suite, 3000)
+        if algos.get(u[0].algo).rollout == "groups":
+            lone = ESTIMATED_GROUP_SPS.get(suite, lone)
         seconds = sum(r.steps for r in u) / (lone * len(u) / (1 + (len(u) - 1) * STACK_RUN_COST))
         load[load.index(min(load))] += seconds
     return max(load) / 60
