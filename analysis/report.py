@@ -261,7 +261,7 @@ def _mujoco_sections(report: Report, measure_random) -> None:
             f"its 11 settings). This report: {len(norm_envs)} environment(s) at {results.budgets[suite]:,} steps.")
         sec.parts.append(table1_presentable(t, len(norm_envs)))
     report.section("Table 1 — normalised scores", "table1", t1)
-    _paper_sections(report, scores, random, t1_labels)
+    _paper_sections(report, scores, random, t1_labels, normed, norm_envs)
 
     def per_env(sec: Section) -> None:
         t = env_score_table(scores, reps=reps)
@@ -300,7 +300,7 @@ def _normalise(scores: pd.DataFrame, random: dict[str, float], t1_labels: list[s
 
 
 def _paper_sections(report: Report, scores: pd.DataFrame, random: dict[str, float],
-                    t1_labels: dict[str, str | None]) -> None:
+                    t1_labels: dict[str, str | None], normed: pd.DataFrame, norm_envs: list[str]) -> None:
     """The MuJoCo results beside the PPO paper (``analysis/paper.py``): Table 1 with the paper's numbers,
     Kendall's tau and the paper's conclusions judged; Figure 3's algorithms ranked per environment;
     ppo_clip against CleanRL; where the conditions differ."""
@@ -317,7 +317,8 @@ def _paper_sections(report: Report, scores: pd.DataFrame, random: dict[str, floa
     if len(paper.figure3_labels(scores)) >= 2:
         def fig3(sec: Section) -> None:
             report.csv["paper_figure3_ranking"] = paper.figure3_ranking(scores, reps=reps)
-            sec.parts.extend(paper.figure3_parts(scores, reps))
+            report.csv["paper_figure3_aggregate"] = paper.figure3_aggregate(normed, norm_envs, reps=reps)
+            sec.parts.extend(paper.figure3_parts(scores, reps, normed=normed, norm_envs=norm_envs))
         report.section("Figure 3 beside the paper: the algorithms ranked per environment", "paper-figure3", fig3)
     if "ppo_clip" in set(scores["label"]):
         def cleanrl(sec: Section) -> None:

@@ -284,6 +284,35 @@ def test_figure3_claim_statuses():
     assert any(isinstance(p, Table) for p in parts)
 
 
+def test_figure3_aggregate_against_a_hand_computation():
+    """ppo_clip against trpo and reinforce over all environments at once: the mean normalised score
+    of each (mean over runs x environments), their difference, and a CI that separates a clear gap
+    from a tie."""
+    rng = np.random.default_rng(3)
+    level = {"ppo_clip": 0.8, "trpo": 0.8, "reinforce": 0.3}
+    rows = []
+    for label, lv in level.items():
+        rows += _rows(label, {e: lv + 0.05 * rng.standard_normal(3) for e in ENVS})
+    normed = pd.DataFrame(rows).assign(normalised=lambda f: f["score"])
+    normed = normed[~((normed["label"] == "reinforce") & (normed["seed"] == 2) & (normed["env"] == ENVS[0]))]
+    t = paper.figure3_aggregate(normed, ENVS, reps=REPS).set_index("label")
+    assert list(t.index) == ["trpo", "reinforce"]            # the paper's algorithms this suite has
+    ours = normed[normed["label"] == "ppo_clip"]["normalised"].mean()
+    for lab in t.index:
+        theirs = normed[normed["label"] == lab]
+        seeds = sorted(set.intersection(*(set(g["seed"]) for _, g in theirs.groupby("env"))))
+        mean = theirs[theirs["seed"].isin(seeds)]["normalised"].mean()   # seeds present on every environment
+        assert t.loc[lab, "seeds"] == len(seeds)
+        assert t.loc[lab, "ours_mean"] == pytest.approx(ours) and t.loc[lab, "mean"] == pytest.approx(mean)
+        assert t.loc[lab, "difference"] == pytest.approx(ours - mean)
+        assert t.loc[lab, "low"] <= t.loc[lab, "difference"] <= t.loc[lab, "high"]
+    assert t.loc["reinforce", "low"] > 0.3 and t.loc["trpo", "low"] < 0 < t.loc["trpo", "high"]
+    parts = paper.figure3_parts(normed.drop(columns="normalised"), reps=REPS, normed=normed, norm_envs=ENVS)
+    text = " ".join(p for p in parts if isinstance(p, str))
+    assert "against trpo, ppo_clip is tied" in text and "against reinforce, ppo_clip is ahead" in text
+    assert paper.figure3_aggregate(normed, [], reps=REPS).empty
+
+
 # ---------------------------------------------------------------------------------------
 # CleanRL
 
