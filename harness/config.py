@@ -419,7 +419,7 @@ ESTIMATED_SPS = {"mujoco": 1900, "atari": 150,   # atari, one thread: ppo ~560 (
 # Group rollouts (grpo, rloo, dapo) make more steps per second: a group's episodes step as one
 # vectorised environment with one policy call per step, and an update comes only once per
 # num_groups x group_size episodes. MuJoCo: the main job's 56 group runs at 1M steps, jobs=2, made
-# ~10.4k steps/s per process (44.5 min, 2026-12-04, docs/paper_mujoco; 1900 planned them 5.5x too
+# ~10.4k steps/s per process (44.1 min, 2026-12-04, docs/paper_mujoco; 1900 planned them 5.5x too
 # long). Per environment it ranges from ~3.5k to ~30k (more updates where episodes are short).
 ESTIMATED_GROUP_SPS = {"mujoco": 10000, "atari": 170}
 # A stack of K runs (the batched engine) steps K / (1 + (K - 1) * c) times as fast as a lone run:
