@@ -206,8 +206,7 @@ def write_archive(summary: Results, suite: str, path: str | Path) -> Path:
         shutil.copyfile(random, out / suite / RANDOM_CACHE)
     made = datetime.now(timezone.utc).isoformat(timespec="seconds")
     meta = {"format": ARCHIVE_FORMAT, "suite": suite, "budget": summary.budgets.get(suite),
-            "warnings": summary.warnings, "made_from": str(root.resolve()), "made": made,
-            "folds": [*summary.folds, {"made": made, "from": str(root.resolve())}],
+            "warnings": summary.warnings, "folds": [*summary.folds, {"made": made, "from": str(root.resolve())}],
             "score_kinds": sorted(summary.scores), "sweeps": summary.sweeps}
     _write(out / ARCHIVE_FILE, (json.dumps(meta, indent=1) + "\n").encode())
     return out
@@ -259,7 +258,7 @@ def load_archive(path: str | Path) -> Results:
     else:
         frame = pd.DataFrame({c: pd.Series(dtype=float if c == "value" else object) for c in FRAME_COLUMNS})
     budget = meta.get("budget")
-    # archives written before "folds" existed recorded only their last write
+    # archives written before "folds" existed recorded only their last write, as made / made_from
     folds = meta.get("folds") or [{"made": meta.get("made"), "from": meta.get("made_from")}]
     return Results(root=root, runs=runs, frame=frame, warnings=list(meta.get("warnings", [])),
                    budgets={meta["suite"]: int(budget)} if budget else {}, scores=scores,
