@@ -614,9 +614,9 @@ def figure3_aggregate(normed: pd.DataFrame, envs: list[str], ours: str = "ppo_cl
                       reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
     """Over every environment at once: ``ours`` against each of the paper's Figure 3 algorithms that
     this suite has, on the normalised score (``normed``'s ``normalised`` column: Table 1's random 0,
-    best setting 1): ``label, seeds, ours_mean, mean, difference, low, high``. ``difference``: the mean
-    over runs x environments of ours minus theirs, 95% stratified bootstrap (rliable's resampling)."""
-    columns = ["label", "seeds", "ours_mean", "mean", "difference", "low", "high"]
+    best setting 1): ``label, envs, seeds, ours_mean, mean, difference, low, high``. ``difference``: the
+    mean over runs x environments of ours minus theirs, 95% stratified bootstrap (rliable's resampling)."""
+    columns = ["label", "envs", "seeds", "ours_mean", "mean", "difference", "low", "high"]
     mine, _ = score_matrix(normed, ours, envs, "normalised") if envs else (None, None)
     rows = []
     for lab in FIGURE3_SHARED.values():
@@ -624,16 +624,16 @@ def figure3_aggregate(normed: pd.DataFrame, envs: list[str], ours: str = "ppo_cl
         if mine is None or theirs is None:
             continue
         diff, low, high = stats.difference_estimate(mine, theirs, reps, seed)
-        rows.append({"label": lab, "seeds": min(len(mine), len(theirs)), "ours_mean": float(np.mean(mine)),
+        rows.append({"label": lab, "envs": len(envs), "seeds": min(len(mine), len(theirs)),
+                     "ours_mean": float(np.mean(mine)),
                      "mean": float(np.mean(theirs)), "difference": diff, "low": low, "high": high})
     return pd.DataFrame(rows, columns=columns)
 
 
 def figure3_parts(scores: pd.DataFrame, reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED,
-                  ours: str = "ppo_clip", normed: pd.DataFrame | None = None,
-                  norm_envs: list[str] | None = None) -> list:
-    """The report's parts for Figure 3 beside the paper; with ``normed`` (the report's normalised
-    scores) and ``norm_envs``, also ``ours`` against the paper's algorithms over all environments."""
+                  ours: str = "ppo_clip", aggregate: pd.DataFrame | None = None) -> list:
+    """The report's parts for Figure 3 beside the paper; with ``aggregate`` (``figure3_aggregate``'s
+    table), also ``ours`` against the paper's algorithms over all environments at once."""
     labels = figure3_labels(scores)
     ranking = figure3_ranking(scores, labels, reps, seed)
     if ranking.empty:
@@ -708,15 +708,14 @@ def figure3_parts(scores: pd.DataFrame, reps: int = stats.DEFAULT_REPS, seed: in
     parts.append(Table(f"{ours} per environment, against the top and against the paper's Figure 3 algorithms "
                        f"(ours minus theirs [95% CI])", ["environment", "rank", "status"] + [f"vs {lab}" for lab in shared],
                        crows, anchor="paper-figure3-claim", numeric=set(range(3, 3 + len(shared)))))
-    agg = figure3_aggregate(normed, norm_envs or [], ours, reps, seed) if normed is not None else pd.DataFrame()
-    if len(agg):
+    if aggregate is not None and len(aggregate):
         said = []
-        for r in agg.itertuples():
+        for r in aggregate.itertuples():
             sign = _versus(r.low, r.high)
             said.append(f"against {r.label}, {ours} is {sign} ({ours} {r.ours_mean:.2f}, {r.label} {r.mean:.2f}, "
                         f"difference {fmt_ci(r.difference, r.low, r.high, 2, sign=True)})")
         parts.append(
-            f"Over all {len(norm_envs)} environments at once, on the normalised score of Table 1 (random policy 0, "
+            f"Over all {int(aggregate['envs'].iloc[0])} environments at once, on the normalised score of Table 1 (random policy 0, "
             f"best Table 1 setting 1; mean over runs × environments, 95% stratified bootstrap, {reps} resamples, "
             f"seed {seed}): " + "; ".join(said) + ". Ahead / behind: the CI of the difference lies above / below "
             f"0 (the probability that a run of one beats a run of the other is in 'Probability of improvement').")

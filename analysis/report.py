@@ -317,8 +317,9 @@ def _paper_sections(report: Report, scores: pd.DataFrame, random: dict[str, floa
     if len(paper.figure3_labels(scores)) >= 2:
         def fig3(sec: Section) -> None:
             report.csv["paper_figure3_ranking"] = paper.figure3_ranking(scores, reps=reps)
-            report.csv["paper_figure3_aggregate"] = paper.figure3_aggregate(normed, norm_envs, reps=reps)
-            sec.parts.extend(paper.figure3_parts(scores, reps, normed=normed, norm_envs=norm_envs))
+            aggregate = paper.figure3_aggregate(normed, norm_envs, reps=reps)
+            report.csv["paper_figure3_aggregate"] = aggregate
+            sec.parts.extend(paper.figure3_parts(scores, reps, aggregate=aggregate))
         report.section("Figure 3 beside the paper: the algorithms ranked per environment", "paper-figure3", fig3)
     if "ppo_clip" in set(scores["label"]):
         def cleanrl(sec: Section) -> None:

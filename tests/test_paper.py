@@ -307,7 +307,8 @@ def test_figure3_aggregate_against_a_hand_computation():
         assert t.loc[lab, "difference"] == pytest.approx(ours - mean)
         assert t.loc[lab, "low"] <= t.loc[lab, "difference"] <= t.loc[lab, "high"]
     assert t.loc["reinforce", "low"] > 0.3 and t.loc["trpo", "low"] < 0 < t.loc["trpo", "high"]
-    parts = paper.figure3_parts(normed.drop(columns="normalised"), reps=REPS, normed=normed, norm_envs=ENVS)
+    assert (t["envs"] == len(ENVS)).all()
+    parts = paper.figure3_parts(normed.drop(columns="normalised"), reps=REPS, aggregate=t.reset_index())
     text = " ".join(p for p in parts if isinstance(p, str))
     assert "against trpo, ppo_clip is tied" in text and "against reinforce, ppo_clip is ahead" in text
     assert paper.figure3_aggregate(normed, [], reps=REPS).empty

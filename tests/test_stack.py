@@ -337,12 +337,12 @@ def test_plan_batches_groups_what_can_stack_and_splits_it_evenly():
     assert all(len(u) == 1 for u in plan_batches(runs, 1, jobs=2))
     # the time estimate, by hand: a lone ppo_clip run at ESTIMATED_SPS, a grpo run at the group rate
     from harness.config import ESTIMATED_GROUP_SPS, ESTIMATED_SPS, estimated_minutes
-    ppo = [r for r in runs if r.algo == "ppo_clip"][:2]
+    ppo = next(r for r in runs if r.algo == "ppo_clip")
     grpo = [r for r in runs if r.algo == "grpo"][:2]
-    assert estimated_minutes("mujoco", [[ppo[0]], [grpo[0]], [grpo[1]]], jobs=1) == pytest.approx(
-        (ppo[0].steps / ESTIMATED_SPS["mujoco"] + 2 * grpo[0].steps / ESTIMATED_GROUP_SPS["mujoco"]) / 60)
-    assert estimated_minutes("mujoco", [[ppo[0]], [grpo[0]], [grpo[1]]], jobs=2) == pytest.approx(
-        max(ppo[0].steps / ESTIMATED_SPS["mujoco"], 2 * grpo[0].steps / ESTIMATED_GROUP_SPS["mujoco"]) / 60)
+    lone, group = ppo.steps / ESTIMATED_SPS["mujoco"], grpo[0].steps / ESTIMATED_GROUP_SPS["mujoco"]
+    units = [[ppo], [grpo[0]], [grpo[1]]]
+    assert estimated_minutes("mujoco", units, jobs=1) == pytest.approx((lone + 2 * group) / 60)
+    assert estimated_minutes("mujoco", units, jobs=2) == pytest.approx(max(lone, 2 * group) / 60)
     assert max(map(len, plan_batches(runs, 2, jobs=2))) == 2
     # numbers that may differ per run stack; an option the minibatch loop branches on does not
     a, b = plan("/tmp/unused", "algo.clip_eps=0.1", env="Hopper-v5"), plan("/tmp/unused", "algo.value_clip=true",
