@@ -4,8 +4,9 @@ GRPO's group-relative advantage, with four changes and no KL term:
 
     clip-higher:       min(r A, clip(r, 1 - eps_low, 1 + eps_high) A), eps_low 0.2 < eps_high 0.28
     token-level loss:  sum over all tokens / number of tokens (every token weighs the same)
-    dynamic sampling:  drop groups whose scores are all equal (zero advantage); sample more
-                       groups until the batch is full (at most ``max_sample_batches`` draws)
+    dynamic sampling:  drop groups whose outcomes (correctness, before the length shaping) are all
+                       equal; sample more groups until the batch is full (at most
+                       ``max_sample_batches`` draws)
     overlong shaping:  score += R_length(L):  0 if L <= L_max - L_cache,
                        (L_max - L_cache - L) / L_cache if L_max - L_cache < L <= L_max, else -1
 """
@@ -62,8 +63,12 @@ class DAPO(GRPO):
         return batch.scores + self.cfg.overlong_coef * overlong_penalty(batch.lengths, batch.length_limit, buffer)
 
     def select_groups(self, batch) -> torch.Tensor:
-        """Dynamic sampling: keep the columns of groups whose shaped scores are not all equal."""
-        scores = self.shaped_scores(batch)
+        """Dynamic sampling (DAPO eq. 11: 0 < |{o_i : is_equivalent(a, o_i)}| < G): keep the columns
+        of groups whose *outcomes* are not all equal. The outcome is ``batch.scores`` before the
+        overlong shaping: the verifier's correctness on a verifiable task, the reward model's score
+        on a preference task, the return on a control suite. A group that differs only through the
+        length penalty carries no signal about the answer, so it is dropped."""
+        scores = batch.scores
         keep = torch.zeros_like(scores, dtype=torch.bool)
         for g in torch.unique(batch.groups):
             members = batch.groups == g

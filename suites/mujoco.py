@@ -355,6 +355,12 @@ class MujocoSuite(Suite):
             "algo.max_grad_norm": 0.5, "algo.vf_coef": 0.25,
         },
     }
+    # The algorithms' own defaults (algos/*.py) apply, except:
+    algo_defaults = {
+        # DAPO's overlong shaping (eq. 13) penalises a *response* near its length limit; a control
+        # episode near its time limit (a Hopper that keeps hopping) is not a defect. Off, as on Atari.
+        "dapo": {"overlong_coef": 0.0},
+    }
     # PPO paper Table 1: the eleven settings compared on the seven environments.
     grids = {
         "table1": [

@@ -336,7 +336,7 @@ def test_dapo_select_groups_drops_constant_groups():
     assert np.isfinite(metrics["policy_loss"])
 
 
-def test_dapo_shaped_scores_and_select_use_the_overlong_penalty():
+def test_dapo_shapes_scores_with_the_overlong_penalty_but_samples_on_the_outcome():
     agent = make_agent(0)
     batch, _ = group_batch(agent, num_groups=2, group_size=3, seed=8, length_limit=10)
     batch.scores = torch.ones(6)  # raw scores constant in both groups
@@ -348,11 +348,32 @@ def test_dapo_shaped_scores_and_select_use_the_overlong_penalty():
     assert shaped[3].item() == pytest.approx(1.0 + (6 - 9) / 4)
     # group 100: no penalty, still constant -> dropped; group 101: equal penalties -> dropped
     assert not algo.select_groups(batch).any()
-    batch.lengths = torch.tensor([3, 4, 8, 9, 9, 9])  # one member of group 100 in the buffer
+    # one member of group 100 in the buffer: its shaped scores differ, its outcomes do not. DAPO's
+    # eq. 11 constrains the outcome (accuracy), so the group is still dropped
+    batch.lengths = torch.tensor([3, 4, 8, 9, 9, 9])
+    assert algo.shaped_scores(batch)[:3].unique().numel() == 2
+    assert not algo.select_groups(batch).any()
+    # an outcome that differs keeps the group, whatever the lengths
+    batch.scores = torch.tensor([1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
     assert torch.equal(algo.select_groups(batch), torch.tensor([True, True, True, False, False, False]))
     # DAPO has no KL term and no reference policy; the clip range is asymmetric
     assert algo.reference is None and algo.cfg.kl_coef == 0.0
     assert algo.clip_range() == (0.2, 0.28)
+
+
+@pytest.mark.parametrize("suite_name", ["mujoco", "atari"])
+def test_dapo_has_no_length_penalty_on_control_suites(suite_name):
+    """DAPO's overlong shaping is a penalty on a generated response's length (eq. 13); a control
+    episode's length is not one. On the control suites an episode at its time limit scores its return."""
+    import suites
+    suite = suites.get(suite_name)
+    cls = algos.get("dapo")
+    agent = make_agent(0)
+    batch, _ = group_batch(agent, num_groups=2, group_size=3, seed=8, length_limit=1000)
+    batch.lengths = torch.tensor([10, 850, 1000, 990, 999, 1000])   # inside L_cache (200) and at the limit
+    algo = cls(agent, cls.Config(**{**suite.defaults_for(cls), "group_size": 3, "num_groups": 2, "num_minibatches": 2}),
+               total_updates=1, seed=0)
+    torch.testing.assert_close(algo.shaped_scores(batch), batch.scores)
 
 
 # --------------------------------------------------------------------------------------

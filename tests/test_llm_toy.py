@@ -111,6 +111,30 @@ def test_adaptive_kl_controller_follows_ziegler():
 # ---------------------------------------------------------------------------------------
 # reward model
 
+@pytest.mark.parametrize("name", ["ppo_clip", "ppo_kl"])
+def test_ppo_value_term_weighs_what_the_n_plus_details_weigh(suite, name):
+    """Huang et al. 2024 (N+ details, ppo.py): loss = pg_loss + vf_coef * vf_loss with vf_coef 0.1 and
+    vf_loss = 0.5 * masked mean of max((V - R)^2, (V_clipped - R)^2), V_clipped = V_old + clip(V - V_old,
+    -0.2, 0.2). The suite's weight times this project's value_loss must equal that term, computed
+    here token by token."""
+    from algos.base import value_loss
+    cfg = algos.get(name).Config(**suite.defaults_for(algos.get(name)))
+    g = torch.Generator().manual_seed(3)
+    values, values_old, returns = (torch.randn(6, 5, generator=g) for _ in range(3))
+    mask = (torch.rand(6, 5, generator=g) > 0.3).float()
+    ours = cfg.vf_coef * value_loss(values, returns, mask, values_old, cfg.clip_eps)
+    total, count = 0.0, 0
+    for t in range(6):
+        for n in range(5):
+            if mask[t, n]:
+                v, v_old, r = float(values[t, n]), float(values_old[t, n]), float(returns[t, n])
+                v_clipped = v_old + min(max(v - v_old, -0.2), 0.2)
+                total += max((v - r) ** 2, (v_clipped - r) ** 2)
+                count += 1
+    assert cfg.value_clip and cfg.clip_eps == 0.2
+    assert float(ours) == pytest.approx(0.1 * 0.5 * total / count, rel=1e-6)
+
+
 def test_bradley_terry_loss_is_the_formula():
     g = torch.Generator().manual_seed(0)
     chosen, rejected = torch.randn(50, generator=g), torch.randn(50, generator=g)

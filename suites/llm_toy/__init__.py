@@ -279,7 +279,9 @@ class LLMToySuite(Suite):
                      "minibatch_size": 256,      # response tokens per minibatch (whole completions)
                      "adv_norm": "batch",        # N+: advantages whitened over the batch
                      "value_clip": True,         # N+: value clipping (cliprange_value 0.2)
-                     "vf_coef": 0.1,             # N+: vf_coef 0.1
+                     # N+: vf_loss = 0.5 * mean(max(clipped, unclipped)^2) with vf_coef 0.1; our value_loss is
+                     # the plain mean squared error, so 0.5 x 0.1 (as MuJoCo's preset=cleanrl: 0.5 x 0.5 = 0.25)
+                     "vf_coef": 0.05,
                      "lr": 1e-4,                 # short checks on task=sort: 1e-4 learns in 4 epochs, 1e-3 collapsed (N+'s 3e-6: 1B+ models)
                      "max_grad_norm": 1.0},      # TRL (transformers TrainingArguments): max_grad_norm 1.0
         # TRPO: Fisher-vector products (double backward through the transformer) on a quarter of the batch
