@@ -1,4 +1,4 @@
-"""What every suite provides to the harness (see DESIGN.md, "The one idea")."""
+"""What every suite provides to the harness (see docs/DESIGN.md, "The one idea")."""
 from __future__ import annotations
 
 import ast

@@ -1,5 +1,5 @@
-"""Imports point one way (DESIGN.md, "Layout"): core at the bottom; algos and suites on it,
-beside each other; analysis reads stored results; harness (planning, training, executors, the
+"""Imports point one way (docs/DESIGN.md, "Layout"): core at the bottom; algos and suites on
+it, beside each other; analysis reads stored results; harness (planning, training, executors, the
 CLI) on top. Every import statement counts, also those inside functions."""
 from __future__ import annotations
 
