@@ -24,6 +24,11 @@ What it computes (each a DataFrame, then ``*_parts`` turns them into the report'
 6. ``random_sensitivity``, ``annealing_table``, ``conditions_parts``: where the protocol differs
    from the paper's and how much that matters, where it can be measured.
 
+A published number is compared only with runs of its own budget (``budget_gap``: the paper's and
+CleanRL's MuJoCo numbers are at 1M steps); the ``*_parts`` say so otherwise, and grade nothing. With
+the random policy's spread (``spreads``), an environment whose anchor (the setting scored 1) is not
+trained (``untrained_anchors``) gets no normalised score.
+
 Every bootstrap here is seeded (``analysis.stats.BOOTSTRAP_SEED``) so the same scores give the same
 numbers. The Table 1 comparisons share one joint bootstrap: each setting's runs are resampled within
 each environment (stratified, as rliable), independently of the other settings (different runs), and
@@ -39,10 +44,11 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import order_labels, split_label
-from analysis.reference import (CLEANRL_PPO_SOURCE, FIGURE3_CLAIM, FIGURE3_SHARED, FIGURE3_SOURCE,
+from analysis.reference import (CLEANRL_PPO_SOURCE, CLEANRL_PPO_STEPS, FIGURE3_CLAIM, FIGURE3_SHARED, FIGURE3_SOURCE,
                                 LATER_BASELINES_SOURCE, MUJOCO_V5_CHANGES, MUJOCO_VERSION_SOURCE, PAPER,
-                                RELEASED_CODE_SCHEDULE, RELEASED_CODE_SOURCE, TABLE1, cleanrl_ppo, env_base)
-from analysis.scores import normalise_random_best, score_matrix
+                                PAPER_MUJOCO_STEPS, RELEASED_CODE_SCHEDULE, RELEASED_CODE_SOURCE, TABLE1, cleanrl_ppo,
+                                env_base)
+from analysis.scores import finite, normalise_random_best, score_matrix
 from analysis.tables import Table, digits_for, fmt, fmt_ci
 
 HOLDS, FAILS, INCONCLUSIVE, UNMEASURED = "holds", "does not hold", "inconclusive", "not measured"
@@ -94,6 +100,62 @@ def run_versions(runs: pd.DataFrame) -> dict[str, str]:
     return {pkg: " / ".join(v for v, _ in c.most_common()) for pkg, c in seen.items()}
 
 
+def budget_gap(budget: int | None, published: int, what: str) -> str | None:
+    """None when the runs' ``budget`` (steps per run) equals ``published``, the budget of the published
+    numbers ``what`` names (plural: "CleanRL's results"); otherwise the sentence that says they are
+    not compared, and how far apart the two budgets are. A score at another budget measures another
+    thing: a grade against the published number would be no grade at all."""
+    if budget is not None and int(budget) == int(published):
+        return None
+    if budget is None or int(budget) <= 0:
+        return f"Not compared: the budget of these runs is unknown; {what} are at {published:,} steps."
+    budget = int(budget)
+    ratio = published / budget
+    if ratio >= 2:
+        how = f"{ratio:.3g} times fewer steps"
+    elif ratio <= 0.5:
+        how = f"{1 / ratio:.3g} times more steps"
+    else:
+        how = f"{abs(budget - published) / published:.1%} {'fewer' if budget < published else 'more'} steps"
+    return f"Not compared: these runs have {budget:,} steps, {what} are at {published:,} steps ({how})."
+
+
+# The anchor of the random-best normalisation (the setting scored 1) counts as trained on an
+# environment when its mean score exceeds the random policy's by more than this many standard
+# deviations of the random policy's episode returns: its average episode is better than almost
+# every random episode. Below that, (score - random) / (best - random) divides by a difference the
+# size of the random policy's own noise, and reads as a score only by accident (issue 28: at 4,096
+# steps grpo "scored" 3.33 and dapo 3.78). Measured (the best Table 1 setting's margin): at 1M steps
+# (docs/paper_mujoco) the smallest of the paper's 7 environments is 10.2 sd (Reacher); at 50,000
+# steps (docs/report_example) HalfCheetah 0.2, Reacher 2.7, Swimmer 2.8, Hopper 17; at 4,096 steps
+# Hopper 0.5, InvertedPendulum 2.0. A rule on the budget instead (no normalised score below 1M
+# steps) would hide Hopper's trained anchor at 50,000 steps and pass an untrained one at 1M.
+ANCHOR_MARGIN_SD = 3.0
+
+
+def untrained_anchors(constants: pd.DataFrame, spreads: dict[str, float], names: dict[str, str] | None = None,
+                      margin: float = ANCHOR_MARGIN_SD) -> dict[str, str]:
+    """Environment -> why its normalisation is not shown as a score: its anchor (``constants``' row, as
+    ``normalise_random_best`` returns it: ``best`` by ``best_label``) beats the random policy's score
+    ``random`` by no more than ``margin`` standard deviations of the random policy's episode returns
+    (``spreads``: environment -> that sd). ``names``: label -> Table 1 setting, to name the anchor. An
+    environment without a spread, a random score, or a best above random is not judged here
+    (``normalise_random_best`` already leaves out the last two)."""
+    out, names = {}, names or {}
+    for row in constants.itertuples():
+        sd = spreads.get(row.env)
+        rnd, best = row.random, row.best
+        if sd is None or not (finite(rnd) and finite(best)) or not best > rnd:
+            continue
+        if best - rnd <= margin * sd:
+            name = f" ({names[row.best_label]})" if row.best_label in names else ""
+            out[row.env] = (f"the anchor, {row.best_label}{name}, the setting scored 1, has a mean score of "
+                            f"{best:.1f}, {best - rnd:.1f} above the random policy's {rnd:.1f}: not more than {margin:g} standard "
+                            f"deviations of the random policy's episode returns ({margin:g} × {sd:.1f} = "
+                            f"{margin * sd:.1f}), so it is not a trained policy to scale by")
+    return out
+
+
 # ---------------------------------------------------------------------------------------
 # Table 1: normalisation, means, the joint bootstrap
 
@@ -102,17 +164,24 @@ def _t1_labels(table1_labels: dict[str, str | None]) -> dict[str, str]:
     return {r.name: table1_labels[r.name] for r in TABLE1 if isinstance(table1_labels.get(r.name), str)}
 
 
-def table1_normalised(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None]
+def table1_normalised(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
+                      *, spreads: dict[str, float] | None = None
                       ) -> tuple[pd.DataFrame, pd.DataFrame, list[str], list[str]]:
     """The paper's normalisation over the Table 1 settings only: per environment, random policy 0 and
     the highest mean over seeds among the 11 settings' labels 1 (the report's other algorithms, however
-    high they score, change nothing here).
+    high they score, change nothing here). ``spreads``: environment -> standard deviation of the random
+    policy's episode returns; where given, an environment whose anchor is untrained
+    (``analysis.scores.untrained_anchors``) gets no normalised score and is named in problems.
 
     Returns (scores of the Table 1 labels with ``normalised`` and ``setting`` columns, constants
     [env, random, best, best_label, best_setting], environments normalised, problems)."""
     by_label = {lab: name for name, lab in _t1_labels(table1_labels).items()}
     mine = scores[scores["label"].isin(list(by_label))]
     normed, constants, problems = normalise_random_best(mine, random, labels=list(by_label))
+    untrained = untrained_anchors(constants, spreads, by_label) if spreads is not None else {}
+    if untrained:
+        normed.loc[normed["env"].isin(list(untrained)), "normalised"] = np.nan
+        problems = problems + [f"{env}: no normalised score: {why}" for env, why in sorted(untrained.items())]
     normed = normed.assign(setting=normed["label"].map(by_label))
     constants = constants.assign(best_setting=constants["best_label"].map(by_label))
     envs = sorted(normed.loc[normed["normalised"].notna(), "env"].unique())
@@ -142,8 +211,8 @@ def _joint_draws(matrices: dict[str, np.ndarray], reps: int, seed: int, expand: 
             for name, m in matrices.items()}
 
 
-def _t1_state(scores, random, table1_labels, reps, seed, expand=False):
-    normed, constants, envs, problems = table1_normalised(scores, random, table1_labels)
+def _t1_state(scores, random, table1_labels, reps, seed, expand=False, spreads=None):
+    normed, constants, envs, problems = table1_normalised(scores, random, table1_labels, spreads=spreads)
     matrices, notes = _matrices(normed, envs, table1_labels)
     points = {name: float(m.mean()) for name, m in matrices.items()}
     draws = _joint_draws(matrices, reps, seed, expand)
@@ -151,14 +220,15 @@ def _t1_state(scores, random, table1_labels, reps, seed, expand=False):
 
 
 def table1_beside_paper(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
-                        reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+                        reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED, *,
+                        spreads: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per Table 1 setting, in the paper's order: ``setting, label, mean, low, high, runs, seeds,
     paper, paper_in_ci, rank, paper_rank``. ``mean``: average normalised score over the seeds x
     environments matrix (``table1_normalised``), 95% stratified-bootstrap CI from
     ``analysis.stats.mean_estimate`` (rliable, ``reps`` resamples, ``seed``); NaN for a setting not run
     or lacking an environment. ``rank``: 1 = highest mean here; ``paper_rank``: the same by the paper's
     numbers; both among the settings measured here (equal numbers share the lower rank)."""
-    normed, _, envs, _ = table1_normalised(scores, random, table1_labels)
+    normed, _, envs, _ = table1_normalised(scores, random, table1_labels, spreads=spreads)
     matrices, _ = _matrices(normed, envs, table1_labels)
     rows = []
     for r in TABLE1:
@@ -182,13 +252,14 @@ def table1_beside_paper(scores: pd.DataFrame, random: dict[str, float], table1_l
 
 
 def table1_rank_correlation(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
-                            reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+                            reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED, *,
+                            spreads: dict[str, float] | None = None) -> pd.DataFrame:
     """Kendall's tau-b between the settings' average normalised scores here and the paper's numbers
     (the settings measured on every environment; the paper has one tie, 0.71 twice), with a 95%
     percentile bootstrap CI: every setting's runs resampled within each environment, the means and
     tau recomputed, ``reps`` times. One row: ``settings, tau, low, high, p_value, reps, seed``
     (``p_value``: scipy's test of tau = 0, which treats both sets of means as exact)."""
-    *_, points, draws = _t1_state(scores, random, table1_labels, reps, seed)
+    *_, points, draws = _t1_state(scores, random, table1_labels, reps, seed, spreads=spreads)
     names = [r.name for r in TABLE1 if r.name in points]
     row = {"settings": len(names), "tau": np.nan, "low": np.nan, "high": np.nan, "p_value": np.nan,
            "reps": reps, "seed": seed}
@@ -207,12 +278,13 @@ def table1_rank_correlation(scores: pd.DataFrame, random: dict[str, float], tabl
 
 
 def table1_differences(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
-                       reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+                       reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED, *,
+                       spreads: dict[str, float] | None = None) -> pd.DataFrame:
     """mean(a) - mean(b) of the average normalised scores for every ordered pair of measured settings,
     with the 95% percentile CI of the joint bootstrap the verdicts use (expanded for few seeds):
     ``a, b, point, low, high, p_greater`` (``p_greater``: the fraction of resamples in which a
     scores above b)."""
-    *_, points, draws = _t1_state(scores, random, table1_labels, reps, seed, expand=True)
+    *_, points, draws = _t1_state(scores, random, table1_labels, reps, seed, expand=True, spreads=spreads)
     return _differences(points, draws)
 
 
@@ -247,7 +319,8 @@ def _fmt_d(point, low, high) -> str:
 
 
 def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
-                    reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+                    reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED, *,
+                    spreads: dict[str, float] | None = None) -> pd.DataFrame:
     """The paper's conclusions from Table 1, each judged on the joint bootstrap:
     ``key, claim, paper, statistic, point, low, high, probability, verdict, evidence``.
 
@@ -268,7 +341,8 @@ def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_label
       hold: CI below 0.
     - ``kl_below_clip``: §4, the KL penalty (adaptive or fixed, 7 settings) performed worse than the
       clipped surrogate: best clipping minus best KL setting, judged the same way."""
-    normed, _, envs, _, matrices, points, draws = _t1_state(scores, random, table1_labels, reps, seed, expand=True)
+    normed, _, envs, _, matrices, points, draws = _t1_state(scores, random, table1_labels, reps, seed, expand=True,
+                                                            spreads=spreads)
     diffs = _differences(points, draws)
     rows = []
 
@@ -394,12 +468,21 @@ def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_label
 
 
 def table1_parts(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
-                 reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> list:
-    """The report's parts for Table 1 beside the paper: paragraphs and ``Table`` objects."""
-    normed, constants, envs, problems = table1_normalised(scores, random, table1_labels)
-    t1 = table1_beside_paper(scores, random, table1_labels, reps, seed)
-    tau = table1_rank_correlation(scores, random, table1_labels, reps, seed).iloc[0]
-    verdicts = table1_verdicts(scores, random, table1_labels, reps, seed)
+                 reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED, *, budget: int | None = None,
+                 spreads: dict[str, float] | None = None) -> list:
+    """The report's parts for Table 1 beside the paper: paragraphs and ``Table`` objects. ``budget``:
+    the runs' steps; unless it is the paper's (``PAPER_MUJOCO_STEPS``), one paragraph that says so and
+    nothing set beside the paper's numbers."""
+    gap = budget_gap(budget, PAPER_MUJOCO_STEPS, "the paper's Table 1 numbers")
+    if gap:
+        return [f"{gap} So no setting's score is set beside the paper's, no rank correlation is computed and none "
+                f"of the paper's Table 1 conclusions is judged. The settings' scores at this budget: 'Table 1 — "
+                f"normalised scores' and 'Scores per environment'."]
+    kw = {"spreads": spreads}
+    normed, constants, envs, problems = table1_normalised(scores, random, table1_labels, **kw)
+    t1 = table1_beside_paper(scores, random, table1_labels, reps, seed, **kw)
+    tau = table1_rank_correlation(scores, random, table1_labels, reps, seed, **kw).iloc[0]
+    verdicts = table1_verdicts(scores, random, table1_labels, reps, seed, **kw)
     measured = t1[t1["mean"].notna()]
     parts: list = [
         f"Normalised as the paper does, per environment: the random policy scores 0 and the best of the 11 Table 1 "
@@ -455,7 +538,7 @@ def table1_parts(scores: pd.DataFrame, random: dict[str, float], table1_labels: 
               v.verdict, v.evidence] for v in verdicts.itertuples()]
     parts.append(Table("The paper's Table 1 conclusions, here", ["claim", "paper", "here [95% CI]", "verdict",
                                                                 "evidence"], vrows, anchor="paper-verdicts"))
-    diffs = table1_differences(scores, random, table1_labels, reps, seed)
+    diffs = table1_differences(scores, random, table1_labels, reps, seed, **kw)
     if len(diffs):
         names = [n for n in (r.name for r in TABLE1) if n in set(diffs["a"])]
         cell = {(d.a, d.b): d for d in diffs.itertuples()}
@@ -631,9 +714,11 @@ def figure3_aggregate(normed: pd.DataFrame, envs: list[str], ours: str = "ppo_cl
 
 
 def figure3_parts(scores: pd.DataFrame, reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED,
-                  ours: str = "ppo_clip", aggregate: pd.DataFrame | None = None) -> list:
+                  ours: str = "ppo_clip", aggregate: pd.DataFrame | None = None, *, budget: int | None = None) -> list:
     """The report's parts for Figure 3 beside the paper; with ``aggregate`` (``figure3_aggregate``'s
-    table), also ``ours`` against the paper's algorithms over all environments at once."""
+    table), also ``ours`` against the paper's algorithms over all environments at once. ``budget``:
+    the runs' steps; unless it is the paper's (``PAPER_MUJOCO_STEPS``), the ranking of these runs
+    only, and a paragraph that says the paper's claim is not judged."""
     labels = figure3_labels(scores)
     ranking = figure3_ranking(scores, labels, reps, seed)
     if ranking.empty:
@@ -671,6 +756,11 @@ def figure3_parts(scores: pd.DataFrame, reps: int = stats.DEFAULT_REPS, seed: in
         Table("Figure 3 at the final budget — mean return [95% CI] and rank per environment",
               ["environment", *labels, "top ahead of 2nd?"], rows, anchor="paper-figure3",
               numeric=set(range(1, len(labels) + 1)))]
+    gap = budget_gap(budget, PAPER_MUJOCO_STEPS, "the paper's Figure 3 results")
+    if gap:
+        parts.append(f"The paper's Figure 3 is a plot only; its text claims that PPO \"{FIGURE3_CLAIM}\" "
+                     f"({FIGURE3_SOURCE}). {gap} The ranking above is of these runs only; the claim is not judged.")
+        return parts
     claim = figure3_claim(scores, labels, ours, reps, seed)
     mapping = ", ".join(f"{paper} ↔ {lab}" for paper, lab in FIGURE3_SHARED.items())
     text = (f"The paper's Figure 3 is a plot only (no published numbers), so it is compared through its text alone: "
@@ -752,8 +842,13 @@ def cleanrl_table(scores: pd.DataFrame, label: str = "ppo_clip", reps: int = sta
 
 
 def cleanrl_parts(scores: pd.DataFrame, label: str = "ppo_clip", reps: int = stats.DEFAULT_REPS,
-                  seed: int = stats.BOOTSTRAP_SEED) -> list:
-    """The report's parts for the CleanRL comparison."""
+                  seed: int = stats.BOOTSTRAP_SEED, *, budget: int | None = None) -> list:
+    """The report's parts for the CleanRL comparison. ``budget``: the runs' steps; unless it is
+    CleanRL's (``CLEANRL_PPO_STEPS``), one paragraph that says so, and no bar applied."""
+    gap = budget_gap(budget, CLEANRL_PPO_STEPS, "CleanRL's results")
+    if gap:
+        return [f"{label} against CleanRL's published PPO ({CLEANRL_PPO_SOURCE}): {gap} No bar is applied; "
+                f"{label}'s returns at this budget are in 'Scores per environment'."]
     t = cleanrl_table(scores, label, reps, seed)
     if t.empty:
         return [f"No {label} runs on an environment CleanRL publishes (HalfCheetah, Hopper, Walker2d, "
@@ -778,13 +873,13 @@ def cleanrl_parts(scores: pd.DataFrame, label: str = "ppo_clip", reps: int = sta
 # conditions: what differs from the paper, and how much it matters
 
 def random_sensitivity(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
-                       shift: float = 0.10) -> pd.DataFrame:
+                       shift: float = 0.10, *, spreads: dict[str, float] | None = None) -> pd.DataFrame:
     """How the Table 1 means move when the random policy's score moves by ``shift`` of its magnitude
     (r -> r ± shift·|r|, the best setting's score held fixed), on every environment at once
     (``moved`` = "all") and on one environment at a time (``moved`` = that environment):
     ``moved, direction, setting, label, base, shifted, change``, plus per ``moved`` and direction
     the Kendall tau-b of the shifted means against the paper (``setting`` = "τ-b vs paper")."""
-    normed, constants, envs, _ = table1_normalised(scores, random, table1_labels)
+    normed, constants, envs, _ = table1_normalised(scores, random, table1_labels, spreads=spreads)
     if not envs:
         return pd.DataFrame(columns=["moved", "direction", "setting", "label", "base", "shifted", "change"])
     c = constants.set_index("env")
@@ -870,7 +965,7 @@ def constant_schedule_label(configs: dict[str, dict], annealed: str) -> str | No
 
 def schedule_effect(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
                     configs: dict[str, dict], reps: int = stats.DEFAULT_REPS,
-                    seed: int = stats.BOOTSTRAP_SEED) -> pd.DataFrame:
+                    seed: int = stats.BOOTSTRAP_SEED, *, spreads: dict[str, float] | None = None) -> pd.DataFrame:
     """What the annealing changes: each Table 1 setting (annealed) against the same config with the
     released code's constant schedule, where both were run (``bench/paper_mujoco.sh`` runs ε = 0.2 and
     no clipping or penalty both ways). Per setting, rows ``env`` per environment (raw returns:
@@ -881,7 +976,7 @@ def schedule_effect(scores: pd.DataFrame, random: dict[str, float], table1_label
     constant-schedule run exists."""
     columns = ["setting", "env", "annealed_label", "constant_label", "seeds", "annealed", "constant", "difference",
                "low", "high"]
-    _, constants, _, _ = table1_normalised(scores, random, table1_labels)
+    _, constants, t1_envs, _ = table1_normalised(scores, random, table1_labels, spreads=spreads)
     consts = constants.set_index("env") if len(constants) else None
     rows = []
     for setting, annealed in _t1_labels(table1_labels).items():
@@ -896,7 +991,7 @@ def schedule_effect(scores: pd.DataFrame, random: dict[str, float], table1_label
             diff, low, high = stats.welch_interval(x, y)
             mine.append({"env": env, "seeds": min(len(x), len(y)), "annealed": float(y.mean()),
                          "constant": float(x.mean()), "difference": diff, "low": low, "high": high})
-        norm_envs = [e for e in envs if consts is not None and e in consts.index and e in random]
+        norm_envs = [e for e in envs if e in t1_envs]      # those with a (trained) anchor and a random score
         if norm_envs:
             both = scores[scores["label"].isin([annealed, constant]) & scores["env"].isin(norm_envs)].copy()
             both["normalised"] = [(r.score - random[r.env]) / (consts.loc[r.env, "best"] - random[r.env])
@@ -914,12 +1009,14 @@ def schedule_effect(scores: pd.DataFrame, random: dict[str, float], table1_label
 
 def conditions_parts(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
                      configs: dict[str, dict], versions: dict[str, str] | None = None, shift: float = 0.10,
-                     reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED) -> list:
+                     reps: int = stats.DEFAULT_REPS, seed: int = stats.BOOTSTRAP_SEED, *,
+                     spreads: dict[str, float] | None = None) -> list:
     """The report's parts on where this protocol differs from the paper's, and how much it matters
     where that can be measured: environment versions, the random-policy normalisation (the scores
     used, and the Table 1 means when they move by ±``shift``), the annealing schedule.
-    ``configs``: label -> resolved ``algo_cfg``; ``versions``: package -> version of the runs."""
-    normed, constants, envs, _ = table1_normalised(scores, random, table1_labels)
+    ``configs``: label -> resolved ``algo_cfg``; ``versions``: package -> version of the runs;
+    ``spreads``: as ``table1_normalised`` (an untrained anchor is marked, and its environment not used)."""
+    normed, constants, envs, _ = table1_normalised(scores, random, table1_labels, spreads=spreads)
     ids = sorted(scores["env"].unique())
     versions = versions or {}
     gym_v, mj_v = versions.get("gymnasium"), versions.get("mujoco")
@@ -939,15 +1036,20 @@ def conditions_parts(scores: pd.DataFrame, random: dict[str, float], table1_labe
         best = c.loc[env, "best"] if c is not None and env in c.index else np.nan
         best_setting = c.loc[env, "best_setting"] if c is not None and env in c.index else "–"
         digits = digits_for([r if r is not None else np.nan, best])
+        gain = fmt(best - r, digits) if r is not None and math.isfinite(best) else "–"
+        if math.isfinite(best) and env not in envs:
+            gain += " (no normalised score: see 'Table 1 — normalised scores')"
         rows.append([env, MUJOCO_V5_CHANGES.get(base, "not one of the paper's environments"),
-                     fmt(r, digits) if r is not None else "not measured", fmt(best, digits), str(best_setting),
-                     fmt(best - r, digits) if r is not None and math.isfinite(best) else "–"])
+                     fmt(r, digits) if r is not None else "not measured", fmt(best, digits), str(best_setting), gain])
     parts.append(Table("Environments here: what changed since -v1, the random policy's score (= 0) and the best "
                        "Table 1 setting's (= 1)", ["environment", f"change to dynamics / reward ({MUJOCO_VERSION_SOURCE})",
                                                  "random policy", "best Table 1 setting", "best setting", "best − random"],
                        rows, anchor="paper-environments", numeric={2, 3, 5}))
-    sens = random_sensitivity(scores, random, table1_labels, shift)
-    if not sens.empty:
+    sens = random_sensitivity(scores, random, table1_labels, shift, spreads=spreads)
+    if sens.empty:
+        parts.append("The random-policy normalisation: no environment has a normalised Table 1 score here, so how "
+                     "much the random policy's score matters is not measured.")
+    else:
         every = sens[(sens["moved"] == "all") & (sens["setting"] != "τ-b vs paper")]
         wide = every.pivot_table(index="setting", columns="direction", values="shifted", sort=False)
         base = every.drop_duplicates("setting").set_index("setting")["base"]
@@ -999,7 +1101,7 @@ def conditions_parts(scores: pd.DataFrame, random: dict[str, float], table1_labe
         parts.append(Table("Schedules of the runs (resolved algo_cfg) against the released code (constant)",
                            ["setting", "label", "lr", "lr_anneal", "clip_eps", "clip_anneal", "as released"], arows,
                            anchor="paper-annealing"))
-    effect = schedule_effect(scores, random, table1_labels, configs, reps, seed)
+    effect = schedule_effect(scores, random, table1_labels, configs, reps, seed, spreads=spreads)
     if effect.empty:
         parts.append("How much the schedule matters is not measured here: no Table 1 setting also ran with the "
                      "released code's constant schedule (bench/paper_mujoco.sh runs two: algo=ppo_clip and the "

@@ -31,6 +31,12 @@ class Table1Row:
         return self.algo + self.variant
 
 
+# The budget of the published MuJoCo numbers: the paper's Table 1 and Figure 3 (1M timesteps per
+# run) and CleanRL's PPO runs (1M steps); shared/reference/README.md. Runs of another budget are not
+# compared with them (``analysis.paper.budget_gap``).
+PAPER_MUJOCO_STEPS = 1_000_000
+CLEANRL_PPO_STEPS = 1_000_000
+
 # Table 1 (MuJoCo, 7 environments "-v1", 1M timesteps, 3 seeds, beta initialised at 1; score = mean
 # return of the last 100 episodes, per environment shifted and scaled so that the random policy gives
 # 0 and the best result 1, averaged over the 21 runs of a setting).

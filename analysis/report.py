@@ -32,8 +32,13 @@ from analysis.scores import (SCORE_NAMES, human_normalise, normalise_random_best
 from analysis.tables import (Table, aggregate_presentable, aggregate_table, env_score_presentable, env_score_table,
                              fmt, llm_presentable, llm_table, poi_presentable, poi_table, runtime_presentable,
                              runtime_table, table1, table1_label, table1_presentable, table2, table2_presentable)
+from analysis.paper import ANCHOR_MARGIN_SD, budget_gap, untrained_anchors
+from analysis.reference import CLEANRL_PPO_STEPS, PAPER_MUJOCO_STEPS
+from analysis.scores import RANDOM_CACHE
 
 MAX_POI_LABELS = 24     # past this the matrix is unreadable: it keeps the plain algorithms and Table 1 rows
+SINGLE_SEED_NOTE = ("some settings have a single seed per environment: a bootstrap has nothing to resample "
+                    "within an environment, so their CIs collapse to the point estimate")
 
 
 @dataclass
@@ -179,8 +184,7 @@ def _rliable_sections(report: Report, scores: pd.DataFrame, envs: list[str], val
     if not sd:
         return
     if min(m.shape[0] for m in sd.values()) < 2:
-        report.notes.append("some settings have a single seed per environment: a bootstrap has nothing to resample "
-                            "within an environment, so their CIs collapse to the point estimate")
+        report.notes.append(SINGLE_SEED_NOTE)
 
     def aggregates(sec: Section) -> None:
         agg = aggregate_table(sd, reps)
@@ -240,12 +244,21 @@ def _mujoco_sections(report: Report, measure_random) -> None:
     report.notes.extend(n for n in results.warnings if n not in report.notes)
     envs = sorted(scores["env"].unique())
     random, problems = random_scores(results.root, suite, envs, measure_random)
+    spreads = random_spreads(results.root, suite)
     t1_labels = _table1_labels(results, suite, scores)
-    normed, constants, norm_problems = _normalise(scores, random, [lab for lab in t1_labels.values() if lab])
-    report.notes += problems + norm_problems
+    normed, constants, norm_problems, withheld = _normalise(scores, random, t1_labels, spreads)
+    unchecked = [e for e in envs if e in random and e not in spreads and e not in withheld]
+    if unchecked:
+        norm_problems.append(f"{', '.join(unchecked)}: the random policy's spread is not in {suite}/{RANDOM_CACHE} "
+                             f"(measured before it was recorded): whether the anchor is trained is not checked")
+    report.notes += problems + norm_problems + [f"{env}: no normalised score: {why}" for env, why in withheld.items()]
     norm_envs = sorted(normed.loc[normed["normalised"].notna(), "env"].unique())
     report.csv["run_scores"] = normed
     report.csv["normalisation"] = constants
+    budget = results.budgets[suite]
+    paper_gap = budget_gap(budget, PAPER_MUJOCO_STEPS, "the paper's Table 1 numbers")
+    if len(scores) and scores.groupby(["label", "env"]).size().min() < 2:     # said here too: at times no aggregates
+        report.notes.append(SINGLE_SEED_NOTE)
 
     def t1(sec: Section) -> None:
         t = table1(results, suite, normed, norm_envs, reps)
@@ -254,27 +267,54 @@ def _mujoco_sections(report: Report, measure_random) -> None:
             f"Score of a run: the {SCORE_NAMES['last100']}; per environment shifted and scaled so that the random "
             f"policy (uniform random actions, {100} episodes, measured by pg-arena and cached in "
             f"{suite}/random_scores.json) scores 0 and, as in the paper, the best of the Table 1 settings present "
-            f"(highest mean over seeds; on an environment without Table 1 runs, the best setting of this report) "
+            f"(highest mean over seeds; in a report without Table 1 runs, the best setting of this report) "
             f"scores 1; then averaged over the runs × environments of a setting (seeds present on every "
             f"environment). 95% stratified-bootstrap CI (rliable, {reps} resamples, seed {stats.BOOTSTRAP_SEED}). "
-            f"'paper': {PAPER}, Table 1 (7 MuJoCo -v1 environments, 1M steps, 3 seeds; its best result = 1 over "
-            f"its 11 settings). This report: {len(norm_envs)} environment(s) at {results.budgets[suite]:,} steps.")
-        sec.parts.append(table1_presentable(t, len(norm_envs)))
+            f"An environment has no normalised score when that anchor is absent (Table 1 settings ran, none on it) "
+            f"or untrained: its mean score is not above the random policy's by more than {ANCHOR_MARGIN_SD:g} "
+            f"standard deviations of the random policy's episode returns (measured with it); dividing by a "
+            f"difference the size of the random policy's noise would make a number, not a score. "
+            + (f"'paper': {PAPER}, Table 1 (7 MuJoCo -v1 environments, 1M steps, 3 seeds; its best result = 1 over "
+               f"its 11 settings). " if not paper_gap else
+               f"The paper's numbers: {paper_gap[0].lower()}{paper_gap[1:]} ")
+            + f"This report: {len(norm_envs)} of {len(envs)} environment(s) normalised, at {budget:,} steps.")
+        sec.parts.append(table1_presentable(t, len(norm_envs), paper=not paper_gap,
+                                            notes=[f"No normalised score on {env}: {why}."
+                                                   for env, why in withheld.items()]))
     report.section("Table 1 — normalised scores", "table1", t1)
-    _paper_sections(report, scores, random, t1_labels, normed, norm_envs)
+    _paper_sections(report, scores, random, t1_labels, normed, norm_envs, spreads)
 
     def per_env(sec: Section) -> None:
         t = env_score_table(scores, reps=reps)
         report.csv["env_scores"] = t
         sec.parts.append(env_score_presentable(
-            t, f"Score per environment: {SCORE_NAMES['last100']}, mean over seeds [95% CI]", constants))
+            t, f"Score per environment: {SCORE_NAMES['last100']}, mean over seeds [95% CI]", constants,
+            unused=[e for e in withheld if e not in norm_envs]))
     report.section("Scores per environment", "scores", per_env)
 
     if norm_envs:
         t1_labels = [lab for lab in (report.csv.get("table1", pd.DataFrame()).get("label", pd.Series(dtype=object)))
                      if isinstance(lab, str)]
         _rliable_sections(report, normed, norm_envs, "normalised", "normalised score", prefer=t1_labels)
+    else:
+        report.section("Aggregate metrics (rliable)", "aggregates", lambda sec: sec.parts.append(
+            "Not shown: the aggregate metrics, performance profiles and probability of improvement are computed on "
+            "the normalised score, and no environment has one here (see 'Table 1 — normalised scores')."))
     _curve_sections(report)
+
+
+def random_spreads(results_dir: str | Path, suite: str) -> dict[str, float]:
+    """The standard deviation of the random policy's episode returns per environment (``std`` in
+    ``<results_dir>/<suite>/random_scores.json``, beside the score ``analysis.scores.random_scores``
+    reads); environments without one are left out, and an unreadable cache gives none."""
+    try:
+        cache = json.loads((Path(results_dir) / suite / RANDOM_CACHE).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(cache, dict):
+        return {}
+    return {str(env): float(e["std"]) for env, e in cache.items()
+            if isinstance(e, dict) and isinstance(e.get("std"), (int, float)) and math.isfinite(e["std"])}
 
 
 def _table1_labels(results: Results, suite: str, scores: pd.DataFrame) -> dict[str, str | None]:
@@ -284,52 +324,76 @@ def _table1_labels(results: Results, suite: str, scores: pd.DataFrame) -> dict[s
     return {row.name: table1_label(results, suite, row, labels, counts) for row in TABLE1}
 
 
-def _normalise(scores: pd.DataFrame, random: dict[str, float], t1_labels: list[str]):
+def _normalise(scores: pd.DataFrame, random: dict[str, float], table1_labels: dict[str, str | None],
+               spreads: dict[str, float]):
     """The paper's normalisation: random 0, the best Table 1 setting 1 (the paper's best result over its
-    11 settings), so that other algorithms in the same report do not move Table 1's numbers; an
-    environment without Table 1 runs is scaled by its best setting."""
+    11 settings), so that other algorithms in the same report do not move Table 1's numbers; in a
+    report without Table 1 runs, the best setting of each environment is its 1.
+
+    Returns (scores with ``normalised``, constants, problems, withheld): ``withheld``, environment ->
+    why it has no normalised score although it has runs and a random score: its anchor is absent (a
+    report with Table 1 runs, none on this environment) or untrained (``untrained_anchors``)."""
+    names = {lab: name for name, lab in table1_labels.items() if lab}
+    t1_labels = list(names)
     with_t1 = set(scores.loc[scores["label"].isin(t1_labels), "env"])
     if not with_t1:
-        return normalise_random_best(scores, random)
-    parts = [normalise_random_best(scores[scores["env"].isin(with_t1)], random, t1_labels)]
-    if set(scores["env"]) - with_t1:
-        parts.append(normalise_random_best(scores[~scores["env"].isin(with_t1)], random))
-    normed = pd.concat([p[0] for p in parts]).sort_index()
-    constants = pd.concat([p[1] for p in parts], ignore_index=True).sort_values("env", ignore_index=True)
-    return normed, constants, [n for p in parts for n in p[2]]
+        normed, constants, problems = normalise_random_best(scores, random)
+        withheld = {}
+    else:
+        normed, constants, problems = normalise_random_best(scores[scores["env"].isin(with_t1)], random, t1_labels)
+        without = sorted(set(scores["env"]) - with_t1)
+        if without:
+            normed = pd.concat([normed, scores[scores["env"].isin(without)].assign(normalised=np.nan)]).sort_index()
+        withheld = {env: "no Table 1 setting ran on it, so the anchor (the best Table 1 setting) is absent"
+                    for env in without}
+    withheld.update(untrained_anchors(constants, spreads, names))
+    normed.loc[normed["env"].isin(list(withheld)), "normalised"] = np.nan
+    return normed, constants, problems, dict(sorted(withheld.items()))
 
 
 def _paper_sections(report: Report, scores: pd.DataFrame, random: dict[str, float],
-                    t1_labels: dict[str, str | None], normed: pd.DataFrame, norm_envs: list[str]) -> None:
+                    t1_labels: dict[str, str | None], normed: pd.DataFrame, norm_envs: list[str],
+                    spreads: dict[str, float]) -> None:
     """The MuJoCo results beside the PPO paper (``analysis/paper.py``): Table 1 with the paper's numbers,
     Kendall's tau and the paper's conclusions judged; Figure 3's algorithms ranked per environment;
-    ppo_clip against CleanRL; where the conditions differ."""
+    ppo_clip against CleanRL; where the conditions differ. A published number is compared only when
+    these runs' budget is its budget (``paper.budget_gap``); otherwise its section says so, and no
+    table of grades (CSV) is written."""
     from analysis import paper
     reps, suite = report.reps, report.suite
+    budget = report.results.budgets[suite]
+    at_paper_budget = paper.budget_gap(budget, PAPER_MUJOCO_STEPS, "") is None
+    at_cleanrl_budget = paper.budget_gap(budget, CLEANRL_PPO_STEPS, "") is None
     runs = report.results.analysed[report.results.analysed["suite"] == suite]
     if any(t1_labels.values()):
         def t1(sec: Section) -> None:
-            report.csv["paper_table1"] = paper.table1_beside_paper(scores, random, t1_labels, reps)
-            report.csv["paper_verdicts"] = paper.table1_verdicts(scores, random, t1_labels, reps)
-            report.csv["paper_kendall_tau"] = paper.table1_rank_correlation(scores, random, t1_labels, reps)
-            sec.parts.extend(paper.table1_parts(scores, random, t1_labels, reps))
+            if at_paper_budget:
+                kw = {"spreads": spreads}
+                report.csv["paper_table1"] = paper.table1_beside_paper(scores, random, t1_labels, reps, **kw)
+                report.csv["paper_verdicts"] = paper.table1_verdicts(scores, random, t1_labels, reps, **kw)
+                report.csv["paper_kendall_tau"] = paper.table1_rank_correlation(scores, random, t1_labels, reps, **kw)
+            sec.parts.extend(paper.table1_parts(scores, random, t1_labels, reps, budget=budget, spreads=spreads))
         report.section("Table 1 beside the paper", "paper-table1", t1)
     if len(paper.figure3_labels(scores)) >= 2:
         def fig3(sec: Section) -> None:
             report.csv["paper_figure3_ranking"] = paper.figure3_ranking(scores, reps=reps)
-            aggregate = paper.figure3_aggregate(normed, norm_envs, reps=reps)
-            report.csv["paper_figure3_aggregate"] = aggregate
-            sec.parts.extend(paper.figure3_parts(scores, reps, aggregate=aggregate))
+            aggregate = None
+            if at_paper_budget:
+                aggregate = paper.figure3_aggregate(normed, norm_envs, reps=reps)
+                report.csv["paper_figure3_aggregate"] = aggregate
+            sec.parts.extend(paper.figure3_parts(scores, reps, aggregate=aggregate, budget=budget))
         report.section("Figure 3 beside the paper: the algorithms ranked per environment", "paper-figure3", fig3)
     if "ppo_clip" in set(scores["label"]):
         def cleanrl(sec: Section) -> None:
-            report.csv["paper_cleanrl"] = paper.cleanrl_table(scores, "ppo_clip", reps)
-            sec.parts.extend(paper.cleanrl_parts(scores, "ppo_clip", reps))
+            if at_cleanrl_budget:
+                report.csv["paper_cleanrl"] = paper.cleanrl_table(scores, "ppo_clip", reps)
+            sec.parts.extend(paper.cleanrl_parts(scores, "ppo_clip", reps, budget=budget))
         report.section("PPO against CleanRL's published runs", "paper-cleanrl", cleanrl)
     report.section("Conditions: where this differs from the paper, and how much it matters", "paper-conditions",
                    lambda sec: sec.parts.extend(paper.conditions_parts(scores, random, t1_labels,
                                                                        paper.run_configs(runs),
-                                                                       paper.run_versions(runs), reps=reps)))
+                                                                       paper.run_versions(runs), reps=reps,
+                                                                       spreads=spreads)))
 
 
 def _atari_sections(report: Report) -> None:
@@ -454,6 +518,23 @@ def _distinct(values) -> str:
     return "; ".join(f"{k}" + (f" ({n} runs)" if len(seen) > 1 else "") for k, n in seen.most_common())
 
 
+def seeds_text(seeds) -> str:
+    """How many seeds, then which: ``1 (seed 0)``, ``3 (seeds 0, 1, 2)``, ``10 (seeds 0–9)``; runs of
+    consecutive seeds longer than three as a range (``7 (seeds 0–4, 8, 11)``); ``–`` for none. A bare
+    list ("0") reads as a count."""
+    values = sorted({int(s) for s in seeds})
+    if not values:
+        return "–"
+    runs = [[values[0]]]
+    for v in values[1:]:
+        if v == runs[-1][-1] + 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    parts = [f"{r[0]}–{r[-1]}" if len(r) > 3 else ", ".join(map(str, r)) for r in runs]
+    return f"{len(values)} ({'seed' if len(values) == 1 else 'seeds'} {', '.join(parts)})"
+
+
 def _runs_section(report: Report, sec: Section) -> None:
     runs = report.results.runs[report.results.runs["suite"] == report.suite]
     analysed = runs[runs["analysed"]]
@@ -462,7 +543,7 @@ def _runs_section(report: Report, sec: Section) -> None:
         mine = runs[runs["label"] == label]
         used = mine[mine["analysed"]]
         status = Counter(mine["status"])
-        rows.append([label, str(used["env"].nunique()), ",".join(map(str, sorted(used["seed"].unique()))) or "–",
+        rows.append([label, str(used["env"].nunique()), seeds_text(used["seed"]),
                      str(len(used)), ", ".join(f"{n} {s}" for s, n in sorted(status.items())),
                      _distinct(mine["steps"].dropna().astype(int).map(lambda s: f"{s:,}")),
                      f"{used['wall_seconds'].dropna().astype(float).sum() / 60:.1f}"])
@@ -590,7 +671,7 @@ def _write(report: Report) -> Path:
     meta = [("suite", suite), ("generated", now), ("results", results.source or str(Path(results.root).resolve())),
             ("budget", f"{results.budgets[suite]:,} steps"), ("settings", str(analysed["label"].nunique())),
             ("environments", str(analysed["env"].nunique())), ("runs analysed", str(len(analysed))),
-            ("seeds", ",".join(map(str, sorted(analysed["seed"].unique()))))]
+            ("seeds", seeds_text(analysed["seed"]))]
     notes = list(dict.fromkeys(report.notes))
     title = f"pg-arena report — {suite}"
 

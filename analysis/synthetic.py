@@ -107,10 +107,14 @@ def write_setting(results_dir: str | Path, label: str, means: dict[str, float], 
     return paths
 
 
-def write_random_cache(results_dir: str | Path, scores: dict[str, float], suite: str = "mujoco") -> Path:
-    """A ``random_scores.json`` cache, so the analysis need not measure the random policy."""
+def write_random_cache(results_dir: str | Path, scores: dict[str, float], suite: str = "mujoco",
+                       std: dict[str, float] | None = None) -> Path:
+    """A ``random_scores.json`` cache, so the analysis need not measure the random policy; ``std``: the
+    standard deviation of its episode returns per environment (left out of the cache where not given)."""
     path = Path(results_dir) / suite / "random_scores.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({env: {"score": s, "episodes": 100, "policy": "uniform random actions (synthetic)"}
+    std = std or {}
+    path.write_text(json.dumps({env: {"score": s, "episodes": 100, "policy": "uniform random actions (synthetic)",
+                                      **({"std": std[env]} if env in std else {})}
                                 for env, s in scores.items()}, indent=2))
     return path

@@ -109,7 +109,11 @@ def env_score_table(scores: pd.DataFrame, labels: list[str] | None = None, value
 
 
 def env_score_presentable(table: pd.DataFrame, title: str, constants: pd.DataFrame | None = None,
-                          anchor: str = "scores") -> Table:
+                          anchor: str = "scores", unused: Iterable[str] = ()) -> Table:
+    """Settings x environments of ``env_score_table``'s frame; with ``constants`` (the normalisation's:
+    env, random, best, best_label), two reference rows, the best marked "not used" on the environments
+    in ``unused`` (those without a normalised score: an untrained anchor)."""
+    unused = set(unused)
     envs = sorted(table["env"].unique())
     labels = order_labels(table["label"].unique())
     cells = {(r.label, r.env): r for r in table.itertuples()}
@@ -130,7 +134,8 @@ def env_score_presentable(table: pd.DataFrame, title: str, constants: pd.DataFra
         c = constants.set_index("env")
         rows.append(["random policy (= 0)"] + [fmt(c.loc[e, "random"], digits[e]) if e in c.index else "–"
                                                for e in envs])
-        rows.append(["best setting (= 1)"] + [f"{fmt(c.loc[e, 'best'], digits[e])} ({c.loc[e, 'best_label']})"
+        rows.append(["best setting (= 1)"] + [f"{fmt(c.loc[e, 'best'], digits[e])} ({c.loc[e, 'best_label']}"
+                                              + ("; untrained: not used" if e in unused else "") + ")"
                                               if e in c.index else "–" for e in envs])
         classes += ["ref", "ref"]
     if same_n and len(table):
@@ -226,22 +231,28 @@ def table1(results: Results, suite: str, normalised: pd.DataFrame, envs: list[st
                                       "paper", "suggested"])
 
 
-def table1_presentable(t1: pd.DataFrame, total_envs: int, anchor: str = "table1") -> Table:
+def table1_presentable(t1: pd.DataFrame, total_envs: int, anchor: str = "table1", paper: bool = True,
+                       notes: Iterable[str] = ()) -> Table:
+    """``table1``'s frame as a table. ``total_envs``: the environments with a normalised score (0: none,
+    and no setting has a score); ``paper``: with the paper's column (only where the runs' budget is the
+    paper's); ``notes``: under the table (why environments have no normalised score)."""
     rows, classes = [], []
     for r in t1.itertuples():
         run = isinstance(r.label, str)
         if not run:
             score, label = "not run (grid=table1 runs it)", f"({r.suggested})"
+        elif total_envs == 0:
+            score, label = "no normalised score (below)", r.label
         elif not math.isfinite(r.mean):
             score, label = f"– (runs on {r.envs} of {total_envs} envs)", r.label
         else:
             score, label = fmt_ci(r.mean, r.low, r.high), r.label
         name = r.setting if r.section == "Table 1" else ("algorithm" if r.section == "algorithms" else "variant")
-        rows.append([name, label, score, str(r.runs) if r.runs else "–", fmt(r.paper)])
+        rows.append([name, label, score, str(r.runs) if r.runs else "–"] + ([fmt(r.paper)] if paper else []))
         classes.append("t1" if r.section == "Table 1" else "")
     return Table("Table 1 — average normalised score (random policy = 0, best setting = 1), 95% CI",
-                 ["setting", "label", "normalised score [95% CI]", "runs", "paper"], rows, anchor=anchor,
-                 numeric={2, 3, 4}, row_classes=classes)
+                 ["setting", "label", "normalised score [95% CI]", "runs"] + (["paper"] if paper else []), rows,
+                 notes=list(notes), anchor=anchor, numeric={2, 3, 4} if paper else {2, 3}, row_classes=classes)
 
 
 # ---------------------------------------------------------------------------------------

@@ -556,6 +556,96 @@ def test_report_on_partial_results(tmp_path, capsys):
     assert np.isnan(t1.loc["trpo", "mean"]) and t1.loc["trpo", "envs"] == 2
 
 
+def _trained(root, steps):
+    """Two Table 1 settings (ppo_clip, ppo_kl) and trpo on Hopper and InvertedPendulum, 3 seeds, far above
+    the random policy (sd 5 and 4): every anchor is trained; ``steps``: the budget of every run."""
+    for label, hopper, pendulum in (("ppo_clip", 110.0, 900.0), ("ppo_kl", 90.0, 800.0), ("trpo", 100.0, 850.0)):
+        constant_setting(root, label, {"Hopper-v5": hopper, "InvertedPendulum-v5": pendulum}, steps=steps,
+                         noise=[0.0, 2.0, -2.0])
+    write_random_cache(root, {"Hopper-v5": 10.0, "InvertedPendulum-v5": 5.0},
+                       std={"Hopper-v5": 5.0, "InvertedPendulum-v5": 4.0})
+
+
+def test_report_grades_nothing_against_a_published_number_at_another_budget(tmp_path):
+    """Issue 28, item 8 (a): the paper's Table 1 and Figure 3 and CleanRL's PPO are 1M-step numbers. At
+    1,000,000 steps the report grades against each; the same runs at 4,096 steps get no grade, no CSV
+    of grades, and a sentence with both budgets (1,000,000 / 4,096 = 244.1 times fewer steps)."""
+    _trained(tmp_path / "small", 4096)
+    _trained(tmp_path / "full", 1_000_000)
+    graded = {"paper_table1", "paper_verdicts", "paper_kendall_tau", "paper_figure3_aggregate", "paper_cleanrl"}
+    grades = ("ours ≥ bar", "paper inside CI", "The paper's Table 1 conclusions, here",
+              "Over all 2 environments at once", "ppo_clip per environment, against the top", "| runs | paper |")
+    full = build_report(tmp_path / "full", "mujoco", reps=REPS)
+    full_md = (full.out_dir / "report.md").read_text()
+    assert not full.failures and graded <= set(full.csv) and all(g in full_md for g in grades)
+    assert "Not compared" not in full_md
+    small = build_report(tmp_path / "small", "mujoco", reps=REPS)
+    md = (small.out_dir / "report.md").read_text()
+    assert not small.failures and not graded & set(small.csv)
+    assert [g for g in grades if g in md] == []
+    for what in ("CleanRL's results", "the paper's Table 1 numbers", "the paper's Figure 3 results"):
+        assert (f"Not compared: these runs have 4,096 steps, {what} are at 1,000,000 steps "
+                f"(244 times fewer steps).") in md
+    # what is not a published number stays: the runs ranked, Table 1's normalised scores (trained anchors)
+    assert "paper_figure3_ranking" in small.csv
+    t1 = small.csv["table1"].set_index("setting")
+    assert t1.loc["Clipping, ε = 0.2", "mean"] == pytest.approx(1.0)            # ppo_clip is the anchor on both
+    assert t1.loc["Adaptive KL, d_targ = 0.01", "mean"] == pytest.approx(np.mean([80 / 100, 795 / 895]))
+
+
+def test_an_untrained_or_absent_anchor_gives_no_normalised_score(tmp_path):
+    """Issue 28, item 8 (b). Hopper: the anchor (ppo_clip, 110) is 100 above the random policy (10, sd 5):
+    trained, so 1 = 110. InvertedPendulum: the anchor (ppo_clip, 14) is 9 above random (5), within 3 sd
+    (3 x 4 = 12): untrained. Swimmer: no Table 1 setting ran there, the anchor is absent. Before, grpo
+    "scored" (50 - 5) / (14 - 5) = 5 on InvertedPendulum and 1 on Swimmer (scaled by itself): a mean
+    of (0.75 + 5 + 1) / 3 = 2.25."""
+    constant_setting(tmp_path, "ppo_clip", {"Hopper-v5": 110.0, "InvertedPendulum-v5": 14.0})
+    constant_setting(tmp_path, "ppo_kl", {"Hopper-v5": 60.0, "InvertedPendulum-v5": 10.0})
+    constant_setting(tmp_path, "grpo", {"Hopper-v5": 85.0, "InvertedPendulum-v5": 50.0, "Swimmer-v5": 30.0})
+    scores = {"Hopper-v5": 10.0, "InvertedPendulum-v5": 5.0, "Swimmer-v5": 0.0}
+    write_random_cache(tmp_path, scores, std={"Hopper-v5": 5.0, "InvertedPendulum-v5": 4.0, "Swimmer-v5": 2.0})
+    report = build_report(tmp_path, "mujoco", reps=REPS)
+    assert not report.failures
+    normed = report.csv["run_scores"]
+    hopper = normed[normed["env"] == "Hopper-v5"].groupby("label")["normalised"].mean()
+    assert hopper.to_dict() == pytest.approx({"ppo_clip": 1.0, "ppo_kl": 0.5, "grpo": 0.75})   # (x - 10) / 100
+    assert normed.loc[normed["env"] != "Hopper-v5", "normalised"].isna().all()
+    t1 = report.csv["table1"].set_index("setting")
+    assert t1.loc["grpo", "mean"] == pytest.approx(0.75)
+    assert t1.loc["Adaptive KL, d_targ = 0.01", "mean"] == pytest.approx(0.5)
+    agg = report.csv["aggregates"]
+    assert agg[(agg["label"] == "grpo") & (agg["metric"] == "mean")]["point"].item() == pytest.approx(0.75)
+    assert agg.loc[agg["metric"] != "optimality_gap", "point"].max() == pytest.approx(1.0)
+    md = (report.out_dir / "report.md").read_text()
+    assert ("No normalised score on InvertedPendulum-v5: the anchor, ppo_clip (Clipping, ε = 0.2), the setting "
+            "scored 1, has a mean score of 14.0, 9.0 above the random policy's 5.0: not more than 3 standard "
+            "deviations of the random policy's episode returns (3 × 4.0 = 12.0)") in md
+    assert "No normalised score on Swimmer-v5: no Table 1 setting ran on it" in md
+    assert "| 14.0 (ppo_clip; untrained: not used) |" in md                   # the best setting's row, per environment
+    # nothing trained anywhere (Hopper's sd 40: 100 <= 3 x 40): no normalised score, no aggregates
+    write_random_cache(tmp_path, scores, std={"Hopper-v5": 40.0, "InvertedPendulum-v5": 4.0, "Swimmer-v5": 2.0})
+    none = build_report(tmp_path, "mujoco", reps=REPS, out_dir=tmp_path / "none")
+    md = (none.out_dir / "report.md").read_text()
+    assert not none.failures and none.csv["run_scores"]["normalised"].isna().all()
+    assert none.csv["table1"]["mean"].isna().all() and "aggregates" not in none.csv
+    assert not (tmp_path / "none" / "aggregates.png").exists() and "Not shown: the aggregate metrics" in md
+    assert "| algorithm | grpo | no normalised score (below) | – |" in md
+
+
+def test_report_header_counts_the_seeds(tmp_path):
+    """Issue 28, item 8 (c): one run of seed 0 is "1 (seed 0)", not "0" (which reads as no seeds)."""
+    constant_setting(tmp_path, "ppo_clip", {"Hopper-v5": 110.0}, seeds=1)
+    write_random_cache(tmp_path, {"Hopper-v5": 10.0})
+    report = build_report(tmp_path, "mujoco", reps=REPS)
+    header = (report.out_dir / "report.md").read_text().splitlines()[2]
+    assert header.endswith("**seeds:** 1 (seed 0)")
+    assert "<b>seeds:</b> 1 (seed 0)</span>" in report.path.read_text()
+    assert "| ppo_clip | 1 | 1 (seed 0) | 1 |" in (report.out_dir / "report.md").read_text()     # runs per setting
+    from analysis.report import seeds_text
+    assert seeds_text([2, 0, 1]) == "3 (seeds 0, 1, 2)" and seeds_text(range(10)) == "10 (seeds 0–9)"
+    assert seeds_text([11, 0, 1, 2, 3, 4, 8]) == "7 (seeds 0–4, 8, 11)"
+
+
 def test_llm_table_and_report(tmp_path):
     for label, end in (("grpo", 0.8), ("rloo", 0.6)):
         for seed in range(2):

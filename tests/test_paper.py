@@ -18,6 +18,7 @@ ENVS = ["HalfCheetah-v5", "Hopper-v5", "InvertedPendulum-v5", "Reacher-v5"]
 RANDOM = {"HalfCheetah-v5": -280.0, "Hopper-v5": 18.0, "InvertedPendulum-v5": 5.5, "Reacher-v5": -43.0}
 SCALE = {"HalfCheetah-v5": 2000.0, "Hopper-v5": 2500.0, "InvertedPendulum-v5": 1000.0, "Reacher-v5": 40.0}
 T1_LABELS = {r.name: r.label for r in TABLE1}
+AT_1M = {"budget": 1_000_000}     # the budget of the paper's MuJoCo numbers and CleanRL's: there they are compared
 
 
 def _rows(label: str, values: dict[str, list[float]]) -> list[dict]:
@@ -144,7 +145,7 @@ def test_setting_not_run_or_missing_an_environment_is_shown_not_averaged():
     # ranks among the 9 measured: the paper's 0.70 (ε = 0.3) and 0.69 (β = 10) are out
     assert t["paper_rank"].dropna().sort_values().tolist() == [1, 2, 3, 4, 5, 5, 7, 8, 9]
     assert np.isnan(t.loc["Clipping, ε = 0.3", "paper_rank"])
-    assert any(isinstance(p, Table) for p in paper.table1_parts(scores, RANDOM, labels, reps=REPS))
+    assert any(isinstance(p, Table) for p in paper.table1_parts(scores, RANDOM, labels, reps=REPS, **AT_1M))
 
 
 def test_rank_correlation_point_ci_and_determinism():
@@ -278,7 +279,7 @@ def test_figure3_claim_statuses():
     strong = scores[~((scores["label"] == "trpo") & (scores["env"] == "Walker2d-v5"))]
     strong = pd.concat([strong, pd.DataFrame(_rows("trpo", {"Walker2d-v5": [1000.0, 1001.0, 999.0]}))])
     assert paper.figure3_verdict(paper.figure3_claim(strong, reps=REPS))[0] == "holds"
-    parts = paper.figure3_parts(scores, reps=REPS)
+    parts = paper.figure3_parts(scores, reps=REPS, **AT_1M)
     text = " ".join(p for p in parts if isinstance(p, str))
     assert paper.FIGURE3_CLAIM in text and "not the same algorithm" in text
     assert any(isinstance(p, Table) for p in parts)
@@ -308,7 +309,7 @@ def test_figure3_aggregate_against_a_hand_computation():
         assert t.loc[lab, "low"] <= t.loc[lab, "difference"] <= t.loc[lab, "high"]
     assert t.loc["reinforce", "low"] > 0.3 and t.loc["trpo", "low"] < 0 < t.loc["trpo", "high"]
     assert (t["envs"] == len(ENVS)).all()
-    parts = paper.figure3_parts(normed.drop(columns="normalised"), reps=REPS, aggregate=t.reset_index())
+    parts = paper.figure3_parts(normed.drop(columns="normalised"), reps=REPS, aggregate=t.reset_index(), **AT_1M)
     text = " ".join(p for p in parts if isinstance(p, str))
     assert "against trpo, ppo_clip is tied" in text and "against reinforce, ppo_clip is ahead" in text
     assert paper.figure3_aggregate(normed, [], reps=REPS).empty
@@ -344,6 +345,27 @@ def test_bench_learning_table_uses_the_one_cleanrl_table():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.cleanrl_ppo is cleanrl_ppo and not hasattr(module, "CLEANRL_PPO")
+
+
+def test_bench_learning_table_applies_the_bar_only_at_cleanrls_budget(tmp_path, monkeypatch, capsys):
+    """ppo_clip scoring 2400 on Hopper (CleanRL: 2382.86 ± 271.74 at 1M steps) meets the bar at 1,000,000
+    steps; at 4,096 steps the same score is not compared."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+    from analysis.synthetic import write_run
+    path = Path(__file__).resolve().parent.parent / "bench" / "learning_table.py"
+    spec = importlib.util.spec_from_file_location("learning_table", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = {}
+    for steps in (1_000_000, 4096):
+        write_run(tmp_path / str(steps), "Hopper-v5", "ppo_clip", 0, [2400.0] * 110, steps=steps)
+        monkeypatch.setattr(sys, "argv", ["learning_table.py", str(tmp_path / str(steps))])
+        module.main()
+        (rows[steps],) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| Hopper-v5")]
+    assert rows[1_000_000].split(" | ")[7] == "yes"
+    assert rows[4096].split(" | ")[7] == "not compared (CleanRL: 1,000,000 steps)"
 
 
 # ---------------------------------------------------------------------------------------
@@ -392,8 +414,8 @@ def test_parts_render():
     scores = table1_scores(PAPER_LEVELS, 0.05, extra={"ppo_clip": 0.8, "trpo": 0.6, "reinforce": 0.3})
     configs = {lab: {"lr": 3e-4, "lr_anneal": True, "clip_anneal": True, "clip_eps": 0.2}
                for lab in [*T1_LABELS.values(), "ppo_clip"]}
-    parts = (paper.table1_parts(scores, RANDOM, T1_LABELS, reps=REPS) + paper.figure3_parts(scores, reps=REPS)
-             + paper.cleanrl_parts(scores, reps=REPS)
+    parts = (paper.table1_parts(scores, RANDOM, T1_LABELS, reps=REPS, **AT_1M)
+             + paper.figure3_parts(scores, reps=REPS, **AT_1M) + paper.cleanrl_parts(scores, reps=REPS, **AT_1M)
              + paper.conditions_parts(scores, RANDOM, T1_LABELS, configs, {"gymnasium": "1.4.0", "mujoco": "3.3.0"}))
     for p in parts:
         assert isinstance(p, (str, Table)) or (isinstance(p, tuple) and p[0] == "details" and isinstance(p[2], Table))
@@ -412,7 +434,7 @@ def test_a_single_seed_draws_no_conclusion():
     c = paper.figure3_claim(scores, reps=REPS)
     assert set(c["status"]) == {"unknown"} and set(c["vs_trpo"]) == {"unknown"}
     assert paper.figure3_ranking(scores, reps=REPS)["ahead"].isna().all()
-    assert any(isinstance(p, Table) for p in paper.figure3_parts(scores, reps=REPS))
+    assert any(isinstance(p, Table) for p in paper.figure3_parts(scores, reps=REPS, **AT_1M))
 
 
 def test_inputs_from_a_report():
@@ -462,3 +484,74 @@ def test_schedule_effect_by_hand():
     parts = paper.conditions_parts(scores, RANDOM, T1_LABELS, configs, reps=REPS)
     assert any(isinstance(p, Table) and p.anchor == "paper-schedule-effect" for p in parts)
     assert "behind on 4 of 4" in " ".join(p for p in parts if isinstance(p, str))
+
+
+# ---------------------------------------------------------------------------------------
+# issue 28, item 8: nothing graded that cannot be
+
+def test_published_numbers_are_compared_only_at_their_budget():
+    """At 4,096 steps (scale=smoke) no part grades against the paper's Table 1, its Figure 3 claim or
+    CleanRL's 1M-step runs: each says so and how far off the budget is (1,000,000 / 4,096 = 244.1
+    times fewer steps); at 1,000,000 steps each does grade."""
+    assert paper.budget_gap(1_000_000, 1_000_000, "CleanRL's results") is None
+    assert paper.budget_gap(4096, 1_000_000, "CleanRL's results") == (
+        "Not compared: these runs have 4,096 steps, CleanRL's results are at 1,000,000 steps (244 times fewer steps).")
+    assert "(2 times more steps)" in paper.budget_gap(2_000_000, 1_000_000, "x")
+    assert "(10.0% fewer steps)" in paper.budget_gap(900_000, 1_000_000, "x")
+    assert paper.budget_gap(None, 1_000_000, "x").startswith("Not compared: the budget of these runs is unknown")
+    scores = table1_scores(PAPER_LEVELS, 0.05, extra={"ppo_clip": 0.8, "trpo": 0.6, "reinforce": 0.3})
+    aggregate = paper.figure3_aggregate(scores.assign(normalised=scores["score"]), ENVS, reps=REPS)
+    smoke = {"budget": 4096}
+    gap = "Not compared: these runs have 4,096 steps, {} are at 1,000,000 steps (244 times fewer steps)."
+
+    def text(parts):
+        return " ".join(p for p in parts if isinstance(p, str))
+
+    def anchors(parts):
+        return {p.anchor for p in parts if isinstance(p, Table)} | {p[2].anchor for p in parts if isinstance(p, tuple)}
+
+    # Table 1 beside the paper: one paragraph, no CI beside the paper's number, no τ, no verdict
+    t1 = paper.table1_parts(scores, RANDOM, T1_LABELS, reps=REPS, **smoke)
+    assert anchors(t1) == set() and gap.format("the paper's Table 1 numbers") in text(t1)
+    assert "Kendall" not in text(t1) and not any(v in text(t1) for v in ("holds", "inconclusive"))
+    t1_1m = paper.table1_parts(scores, RANDOM, T1_LABELS, reps=REPS, **AT_1M)
+    assert {"paper-table1", "paper-verdicts"} <= anchors(t1_1m) and "Kendall" in text(t1_1m)
+    # Figure 3: these runs ranked, the paper's claim not judged
+    f3 = paper.figure3_parts(scores, reps=REPS, aggregate=aggregate, **smoke)
+    assert anchors(f3) == {"paper-figure3"} and gap.format("the paper's Figure 3 results") in text(f3)
+    assert "the claim is not judged" in text(f3)
+    assert not any(v in text(f3) for v in ("holds", "inconclusive", "is ahead", "is behind", "is tied"))
+    f3_1m = paper.figure3_parts(scores, reps=REPS, aggregate=aggregate, **AT_1M)
+    assert "paper-figure3-claim" in anchors(f3_1m) and "Over all 4 environments at once" in text(f3_1m)
+    # CleanRL: no bar
+    c = paper.cleanrl_parts(scores, reps=REPS, **smoke)
+    assert anchors(c) == set() and gap.format("CleanRL's results") in text(c) and "No bar is applied" in text(c)
+    assert anchors(paper.cleanrl_parts(scores, reps=REPS, **AT_1M)) == {"paper-cleanrl"}
+
+
+def test_table1_normalisation_withholds_an_untrained_anchor():
+    """Reacher's best Table 1 setting is 0.82 x 40 = 32.8 above the random policy (± noise): with the
+    random policy's episodes spread by sd 20, that is within 3 sd (60), so Reacher gets no normalised
+    score; the other environments (sd 1) keep theirs, and every mean is over them alone."""
+    scores = table1_scores(PAPER_LEVELS, 0.05)
+    spreads = {"HalfCheetah-v5": 1.0, "Hopper-v5": 1.0, "InvertedPendulum-v5": 1.0, "Reacher-v5": 20.0}
+    normed, constants, envs, problems = paper.table1_normalised(scores, RANDOM, T1_LABELS, spreads=spreads)
+    kept = ["HalfCheetah-v5", "Hopper-v5", "InvertedPendulum-v5"]
+    assert envs == kept and normed.loc[normed["env"] == "Reacher-v5", "normalised"].isna().all()
+    best = scores[scores["env"] == "Reacher-v5"].groupby("label")["score"].mean().max()
+    assert best - RANDOM["Reacher-v5"] < 60
+    assert [p for p in problems if p.startswith("Reacher-v5: no normalised score")] and len(problems) == 1
+    assert "3 × 20.0 = 60.0" in problems[0]
+    t = paper.table1_beside_paper(scores, RANDOM, T1_LABELS, reps=REPS, spreads=spreads)
+    for r in t.itertuples():      # by hand: (score - random) / (best - random) over the three kept environments
+        values = []
+        for env in kept:
+            mine = scores[scores["env"] == env]
+            top = mine.groupby("label")["score"].mean().max()
+            values += list((mine[mine["label"] == r.label]["score"] - RANDOM[env]) / (top - RANDOM[env]))
+        assert r.mean == pytest.approx(np.mean(values)) and r.runs == 3 * len(kept)
+    # the sensitivity to the random policy's score moves the kept environments only
+    sens = paper.random_sensitivity(scores, RANDOM, T1_LABELS, spreads=spreads)
+    assert set(sens["moved"]) == {"all", *kept}
+    # without the spreads (an old cache), nothing is withheld
+    assert paper.table1_normalised(scores, RANDOM, T1_LABELS)[2] == ENVS
