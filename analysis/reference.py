@@ -32,8 +32,9 @@ class Table1Row:
 
 
 # The budget of the published MuJoCo numbers: the paper's Table 1 and Figure 3 (1M timesteps per
-# run) and CleanRL's PPO runs (1M steps); shared/reference/README.md. Runs of another budget are not
-# compared with them (``analysis.paper.budget_gap``).
+# run; Schulman et al. 2017, arXiv:1707.06347, §6.1 and §6.2) and CleanRL's PPO runs (1M steps;
+# CLEANRL_PPO_SOURCE below). Runs of another budget are not compared with them
+# (``analysis.paper.budget_gap``).
 PAPER_MUJOCO_STEPS = 1_000_000
 CLEANRL_PPO_STEPS = 1_000_000
 
@@ -115,8 +116,10 @@ def atari_game(env_id: str) -> str | None:
 # last 100 training episodes, then mean ± std over seeds (Open RL Benchmark). Keyed by the
 # environment's base name (no version): the runs compared against it are -v5.
 CLEANRL_PPO_SOURCE = ("CleanRL ppo_continuous_action.py, gymnasium/MuJoCo v4, 1M steps, 3 seeds, mean of the last "
-                      "100 episodes then mean ± std over seeds (Open RL Benchmark); shared/reference/README.md, "
-                      "\"Published PPO results on MuJoCo at 1M steps\"")
+                      "100 episodes then mean ± std over seeds (Open RL Benchmark, "
+                      "openrlbenchmark/cleanrl/ppo_continuous_action, tag pr-424); CleanRL's docs, "
+                      "https://docs.cleanrl.dev/rl-algorithms/ppo/, ppo_continuous_action.py, "
+                      "\"Experiment results\", MuJoCo v4 table")
 CLEANRL_PPO: dict[str, tuple[float, float]] = {
     "HalfCheetah": (1442.64, 46.03),
     "Hopper": (2382.86, 271.74),
@@ -148,8 +151,8 @@ FIGURE3_SHARED = {"PPO (Clip)": "ppo_clip", "TRPO": "trpo", "Vanilla PG, Adaptiv
 # without a schedule, whose default is schedule='constant' (Adam 3e-4 and epsilon 0.2 for the whole
 # run). From d9f194f (2017-08-27) on, baselines/ppo1/run_mujoco.py passes schedule='linear', which
 # multiplies both the Adam stepsize and clip_param by 1 - t/T (pposgd_simple.py: "clip_param =
-# clip_param * lrmult"). shared/reference/README.md: "the code released with the paper uses ... a
-# constant learning rate".
+# clip_param * lrmult"). The paper itself gives MuJoCo a fixed Adam stepsize of 3e-4 (Table 3) and
+# anneals only its Atari settings (Table 5, alpha from 1 to 0).
 RELEASED_CODE_SCHEDULE = {"lr_anneal": False, "clip_anneal": False}
 RELEASED_CODE_SOURCE = ("openai/baselines da99706 (2017-07-20), baselines/pposgd/run_mujoco.py: no schedule "
                         "argument, pposgd_simple.learn's default schedule='constant'")

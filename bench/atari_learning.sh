@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The Atari learning benchmark of docs/BENCHMARKS.md: ppo_clip at the paper's Table 5 settings (the
 # suite's defaults) on Pong and Breakout, 3 seeds, against CleanRL's ppo_atari_envpool at 10M steps
-# (shared/reference: Pong 20.45 +- 0.09, Breakout 211.24 +- 151.84; the paper's Table 6: Pong 20.7,
-# Breakout 274.8).
+# (Pong 20.45 +- 0.09, Breakout 211.24 +- 151.84: CleanRL's docs, https://docs.cleanrl.dev/rl-algorithms/ppo/,
+# ppo_atari_envpool.py, "Experiment results", Open RL Benchmark openrlbenchmark/cleanrl/ppo_atari_envpool,
+# tag pr-424; the paper's Table 6 (Schulman et al. 2017, arXiv:1707.06347, Appendix B; in
+# analysis/reference/atari49.csv): Pong 20.7, Breakout 274.8).
 #   bash bench/atari_learning.sh [results_dir] [steps] [seeds] [key=value ...]
 # Measured here (docs/BENCHMARKS.md, 2026-12-03): two runs sharing the 2 cores,
 # suite.precision=bf16, ~540 steps/s each before frames were stored channels-last (2M steps took ~1

@@ -28,8 +28,9 @@ from core.results import read_run_json  # noqa: E402
 from harness.summary import LAST_EPISODES  # noqa: E402
 
 # CleanRL ppo_atari_envpool.py at 10M steps, 3 seeds, mean ± std of the last-100-episode
-# score over seeds; source: shared/reference/README.md, "Published PPO results on Atari at
-# 10M steps" (Open RL Benchmark).
+# score over seeds; source: CleanRL's docs, https://docs.cleanrl.dev/rl-algorithms/ppo/,
+# ppo_atari_envpool.py, "Experiment results" (Open RL Benchmark,
+# openrlbenchmark/cleanrl/ppo_atari_envpool, tag pr-424).
 CLEANRL_PPO_ENVPOOL_10M = {"Pong": (20.45, 0.09), "Breakout": (211.24, 151.84), "BeamRider": (2501.85, 210.52)}
 
 

@@ -346,8 +346,11 @@ class MujocoSuite(Suite):
     }
 
     # The code-level options of CleanRL's ppo_continuous_action.py (the repository's defaults),
-    # the implementation behind the published MuJoCo numbers in shared/reference. CleanRL's
-    # value loss is 0.5 * MSE with vf_coef 0.5, i.e. 0.25 on our plain MSE.
+    # the implementation behind CleanRL's published MuJoCo numbers (CleanRL's docs,
+    # https://docs.cleanrl.dev/rl-algorithms/ppo/, `ppo_continuous_action.py`, "Experiment results":
+    # Open RL Benchmark, openrlbenchmark/cleanrl/ppo_continuous_action, tag pr-424; kept in
+    # analysis/reference.py, CLEANRL_PPO). CleanRL's value loss is 0.5 * MSE with vf_coef 0.5,
+    # i.e. 0.25 on our plain MSE.
     presets = {
         "cleanrl": {
             "suite.init": "orthogonal", "suite.obs_clip": 10.0, "suite.reward_scale": True, "suite.reward_clip": 10.0,

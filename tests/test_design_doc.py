@@ -16,6 +16,11 @@ CITATION = re.compile(r"([\w./-]*)DESIGN\.md((?:\s*(?:,|and|or)\s*\"[^\"\n]+\")*
 SECTION = re.compile(r"\"([^\"\n]+)\"")
 # the founders' working notes live outside the repository; nothing in it may point there
 OUTSIDE = ("shared/DESIGN.md",)
+# nor to the folder of published figures kept beside it: a citation names the figure's public source
+# (the paper's table, CleanRL's docs) and, where the project holds the numbers, their copy in the repository
+OUTSIDE_ANY = OUTSIDE + ("shared/reference", "../shared")
+# reports rendered from the code's strings (analysis/reference.py): re-rendered, not edited by hand
+GENERATED = ("docs/paper_mujoco", "docs/report_example")
 
 
 def repo_files() -> list[Path]:
@@ -76,6 +81,24 @@ def test_nothing_points_outside_the_repository_for_the_design():
              if path != Path(__file__).resolve()
              for needle in OUTSIDE if needle in path.read_text(errors="replace")]
     assert not wrong, "\n".join(wrong)
+
+
+def test_nothing_points_outside_the_repository():
+    """No .py, .md or .sh file (nor the Atari tables' headers) names the folder beside the repository
+    (``../shared``, its ``shared/reference`` of published figures, ``shared/DESIGN.md``): a clone has
+    none of it."""
+    generated = [ROOT / g for g in GENERATED]
+    checked = [path for path in repo_files()
+               if path != Path(__file__).resolve() and not any(path.is_relative_to(g) for g in generated)]
+    checked += [ROOT / "suites/data/atari49.csv", ROOT / "analysis/reference/atari49.csv"]  # their headers cite
+    wrong = [f"{path.relative_to(ROOT)}:{n}: refers to {needle}"
+             for path in checked
+             for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+             for needle in OUTSIDE_ANY if needle in line]
+    assert not wrong, "\n".join(wrong)
+    # the code that cites the published figures is among the files checked
+    assert {ROOT / f for f in ("analysis/reference.py", "suites/mujoco.py", "docs/BENCHMARKS.md",
+                                "bench/atari_learning.sh")} <= set(checked)
 
 
 def test_citations_are_found_with_their_sections():

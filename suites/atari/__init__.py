@@ -203,9 +203,11 @@ class AtariSuite(Suite):
                  "lr": 2.5e-4,              # Table 5
                  "max_grad_norm": 0.5},     # ppo2
     }
-    # The code-level options of CleanRL's ppo_atari_envpool.py (its defaults), behind the published
-    # Atari numbers in shared/reference: 4 epochs, value clipping, no clip annealing, value loss
-    # 0.5 * MSE with vf_coef 0.5, i.e. 0.25 on our plain MSE.
+    # The code-level options of CleanRL's ppo_atari_envpool.py (its defaults), behind CleanRL's
+    # published Atari numbers (CleanRL's docs, https://docs.cleanrl.dev/rl-algorithms/ppo/,
+    # `ppo_atari_envpool.py`, "Experiment results": Open RL Benchmark,
+    # openrlbenchmark/cleanrl/ppo_atari_envpool, tag pr-424): 4 epochs, value clipping, no clip
+    # annealing, value loss 0.5 * MSE with vf_coef 0.5, i.e. 0.25 on our plain MSE.
     presets = {
         "cleanrl": {"algo.num_epochs": 4, "algo.value_clip": True, "algo.clip_anneal": False,
                     "algo.vf_coef": 0.25},
