@@ -40,7 +40,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import AnalysisError, ResultsWarning, load_results, split_label, variant_overrides
-from analysis.scores import SCORE_NAMES, random_scores, run_scores, scoring
+from analysis.scores import random_scores, run_scores, scoring
 from analysis.tables import digits_for
 from core.options import field_defaults, format_value
 from core.results import NOT_PROTOCOL, same_learning
@@ -377,7 +377,7 @@ def _fmt(x: float, d: int, sign: bool = False) -> str:
 def format_comparison(c: Comparison) -> str:
     lines = [f"compare: X = {c.candidate}  vs  Y = {c.baseline}   (suite {c.suite}, {len(c.envs)} environment(s), "
              f"{c.seeds} seed(s) each in the aggregate, {c.steps:,} steps)",
-             f"score: {SCORE_NAMES[scoring(c.suite)['score']]}; 95% CIs by stratified bootstrap "
+             f"score: {scoring(c.suite)['name']}; 95% CIs by stratified bootstrap "
              f"(rliable, seed {stats.BOOTSTRAP_SEED})", format_protocol(c.protocol, c.candidate, c.baseline)]
     if c.protocol_overridden:
         lines.append(f"WARNING: NOT ONE PROTOCOL: X and Y also differ in {', '.join(d.setting for d in refused(c.protocol))}, "

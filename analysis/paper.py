@@ -171,7 +171,7 @@ def table1_normalised(scores: pd.DataFrame, random: dict[str, float], table1_lab
     the highest mean over seeds among the 11 settings' labels 1 (the report's other algorithms, however
     high they score, change nothing here). ``spreads``: environment -> standard deviation of the random
     policy's episode returns; where given, an environment whose anchor is untrained
-    (``analysis.scores.untrained_anchors``) gets no normalised score and is named in problems.
+    (``untrained_anchors``) gets no normalised score and is named in problems.
 
     Returns (scores of the Table 1 labels with ``normalised`` and ``setting`` columns, constants
     [env, random, best, best_label, best_setting], environments normalised, problems)."""

@@ -396,25 +396,55 @@ def _paper_sections(report: Report, scores: pd.DataFrame, random: dict[str, floa
                                                                        spreads=spreads)))
 
 
+def cut_training_episodes(labels, suite: str) -> list[str]:
+    """The labels whose training episodes are not whole games: the group algorithms, whose games
+    are cut at ``suite.group_max_steps`` (their rollout declares ``groups``). A label whose algorithm
+    is not registered here counts as cut (its training episodes cannot be vouched for)."""
+    import algos
+    from analysis.load import split_label
+    cut = []
+    for label in labels:
+        try:
+            rollout = algos.get(split_label(label)[0]).rollout
+        except Exception:
+            rollout = "unknown"
+        if rollout != "horizon":
+            cut.append(label)
+    return cut
+
+
 def _atari_sections(report: Report) -> None:
     results, suite, reps = report.results, report.suite, report.reps
-    last = run_scores(results, "last100", suite)
+    name = scoring(suite)["name"]
+    evals = run_scores(results, "final_eval", suite)          # the shared protocol: whole evaluation games
+    last = run_scores(results, "last100", suite)              # the paper's training-episode metrics (Table 2)
     every = run_scores(results, "all", suite)
     report.notes.extend(n for n in results.warnings if n not in report.notes)
-    last_h, problems = human_normalise(last)
+    eval_h, problems = human_normalise(evals)
+    last_h, _ = human_normalise(last)
     every_h, _ = human_normalise(every)
     report.notes += problems
-    labels = order_labels(last["label"].unique())
-    games = sorted(last_h.loc[last_h["normalised"].notna(), "env"].unique())
-    report.csv["run_scores"] = last_h
+    labels = order_labels(evals["label"].unique())
+    games = sorted(eval_h.loc[eval_h["normalised"].notna(), "env"].unique())
+    report.csv["run_scores"] = eval_h
+    cut = cut_training_episodes(order_labels(last["label"].unique()), suite)
+    whole = [lab for lab in order_labels(last["label"].unique()) if lab not in cut]
 
     def t2(sec: Section) -> None:
-        t = table2(every_h, last_h, labels)
+        sec.parts.append(
+            f"Table 2 counts games won on the paper's own metrics, which average *training* episodes. It counts only "
+            f"the settings whose training episodes are whole games (to {_atari_limit(results)} steps): "
+            + (f"{', '.join(cut)} train on games cut at suite.group_max_steps, so their training episodes score the "
+               f"cut, not the play; they are compared on the evaluation score below (scores per game, aggregates). "
+               if cut else "")
+            + f"A game is won by the setting with the highest mean over seeds; equal means count as a tie. Only games "
+              f"where every setting has runs count. 'paper': {PAPER}, Table 2 (A2C, ACER, PPO; 49 games, 40M frames, "
+              f"3 seeds).")
+        if not whole:
+            return
+        t = table2(every_h[every_h["label"].isin(whole)], last_h[last_h["label"].isin(whole)], whole)
         report.csv["table2"] = t.drop(columns=["paper"])
-        sec.parts.append(f"A game is won by the setting with the highest mean over seeds; equal means count as a tie. "
-                         f"Only games where every setting has runs count. 'paper': {PAPER}, Table 2 "
-                         f"(A2C, ACER, PPO; 49 games, 40M frames, 3 seeds).")
-        sec.parts.append(table2_presentable(t, labels))
+        sec.parts.append(table2_presentable(t, whole))
         pub = published_atari_scores()
         from analysis.scores import win_counts
         wins = win_counts(pub, by="env", labels=["A2C", "ACER", "PPO"])
@@ -425,9 +455,9 @@ def _atari_sections(report: Report) -> None:
     report.section("Table 2 — games won", "table2", t2)
 
     def per_game(sec: Section) -> None:
-        t = env_score_table(last, reps=reps)
+        t = env_score_table(evals, reps=reps)
         report.csv["env_scores"] = t
-        table = env_score_presentable(t, f"Score per game: {SCORE_NAMES['last100']}, mean over seeds [95% CI]")
+        table = env_score_presentable(t, f"Score per game: {name}, mean over seeds [95% CI]")
         # transpose for 49 games: rows games, columns settings + the paper's numbers
         from analysis.reference import atari49, atari_game
         pub = atari49().set_index("game")
@@ -443,7 +473,9 @@ def _atari_sections(report: Report) -> None:
                     for c in ("a2c_last100", "acer_last100", "ppo_last100", "random", "human")]
             rows.append(row)
         table = Table(table.title, ["game", *labels, "paper A2C", "paper ACER", "paper PPO", "random", "human"], rows,
-                      anchor="scores", numeric=set(range(1, len(labels) + 6)), notes=[ATARI_SOURCE])
+                      anchor="scores", numeric=set(range(1, len(labels) + 6)),
+                      notes=[ATARI_SOURCE, "The paper's columns average its last 100 training episodes, a different "
+                                           "protocol: read them as a reference, not as the same measurement."])
         sec.parts.append(table)
     report.section("Scores per game", "scores", per_game)
 
@@ -451,14 +483,27 @@ def _atari_sections(report: Report) -> None:
         # the paper's algorithms as reference rows: one number per game (a mean of 3 seeds), no CI
         pub, _ = human_normalise(published_atari_scores())
         extra = []
-        for name in ("A2C", "ACER", "PPO"):
-            mine = pub[pub["label"] == name].sort_values("env")
+        for paper_name in ("A2C", "ACER", "PPO"):
+            mine = pub[pub["label"] == paper_name].sort_values("env")
             values = stats.aggregate_metrics(mine["normalised"].to_numpy(dtype=float)[None, :])
-            extra.append({"label": f"paper {name} (49 games, 10M steps, mean of 3 seeds)",
-                          **dict(zip(stats.AGGREGATES, values))})
-        _rliable_sections(report, last_h, games, "normalised", "human-normalised score",
+            extra.append({"label": f"paper {paper_name} (49 games, 10M steps, mean of 3 seeds; last 100 training "
+                                   f"episodes)", **dict(zip(stats.AGGREGATES, values))})
+        _rliable_sections(report, eval_h, games, "normalised", "human-normalised score",
                           extra_rows=pd.DataFrame(extra))
-    _curve_sections(report)
+    _curve_sections(report, "eval_return_mean", "evaluation score (whole games)",
+                    caption="Mean over seeds of the evaluation score (whole games to the time limit, raw score: the "
+                            "protocol every algorithm is scored on); shaded: 95% bootstrap interval over seeds.")
+
+
+def _atari_limit(results: Results) -> str:
+    """The evaluation games' step limit of these runs (suite.max_episode_steps), as text."""
+    limits = set()
+    for cfg in results.runs.get("config", pd.Series(dtype=object)):
+        try:
+            limits.add(int(cfg["suite_cfg"]["max_episode_steps"]))
+        except (KeyError, TypeError, ValueError):
+            pass
+    return " / ".join(f"{v:,}" for v in sorted(limits)) or "27,000"
 
 
 def _llm_sections(report: Report) -> None:

@@ -4,9 +4,11 @@
   shifted and scaled so that the random policy gives 0 and the best setting 1. The random policy's
   score is measured here (100 episodes of uniform random actions) and cached in
   ``<results_dir>/<suite>/random_scores.json``.
-- Atari (Table 2): mean episode reward over all of training and over the last 100 episodes;
-  human-normalised score (score - random) / (human - random) from the published per-game table;
-  games won per algorithm under each metric.
+- Atari: the last evaluation's whole games (to 27,000 steps, raw score; the same protocol for
+  every algorithm, group methods included), human-normalised (score - random) / (human - random)
+  from the published per-game table. Table 2's training-episode metrics (mean episode reward over
+  all of training and over the last 100 episodes; games won under each) for the settings whose
+  training episodes are whole games.
 - LLM: the held-out success rate / gold score of the last evaluation (``evals.csv``).
 """
 from __future__ import annotations
@@ -28,13 +30,26 @@ RANDOM_EPISODES = 100
 RANDOM_SEED = 0
 RANDOM_CACHE = "random_scores.json"
 
-# How each suite scores a run: which score, and which normalisation. Unknown suites get the
-# MuJoCo score without normalisation.
+# How each suite scores a run: which score, its name in tables, and which normalisation. One
+# protocol per suite, the same for every algorithm on it: the sweep's end table, the report and
+# ``compare`` all read it from here. Unknown suites get the MuJoCo score without normalisation.
 SUITE_SCORING = {
-    "mujoco": {"score": "last100", "normalise": "random-best"},
-    "atari": {"score": "last100", "normalise": "human"},
-    "llm_toy": {"score": "final_eval", "normalise": None},
-    "llm": {"score": "final_eval", "normalise": None},
+    # horizon and group algorithms alike play whole episodes to the 1000-step time limit
+    "mujoco": {"score": "last100", "normalise": "random-best",
+               "name": "mean return of the last 100 training episodes"},
+    # Evaluation games, not training episodes: the group algorithms (grpo, rloo, dapo) train on games
+    # cut at suite.group_max_steps (4,500 steps, for a batch's memory), the others on games to 27,000;
+    # the last 100 training episodes would score the cut, not the play. Every algorithm's evaluation
+    # plays whole games to suite.max_episode_steps (27,000 steps = 108k frames) with raw scores.
+    "atari": {"score": "final_eval", "normalise": "human",
+              "name": "mean raw score of the last evaluation's whole games (to 27,000 steps; the same for "
+                      "every algorithm)"},
+    # held-out prompts scored by the task: exact-match success (task=sort), or the hidden gold score,
+    # not the reward model the policy was trained on (task=keywords)
+    "llm_toy": {"score": "final_eval", "normalise": None,
+                "name": "held-out gold score of the last evaluation (task=sort: success; task=keywords: gold, "
+                        "not the reward model's proxy)"},
+    "llm": {"score": "final_eval", "normalise": None, "name": "held-out gold score of the last evaluation"},
 }
 SCORE_NAMES = {
     "last100": "mean return of the last 100 training episodes",
@@ -44,7 +59,8 @@ SCORE_NAMES = {
 
 
 def scoring(suite: str) -> dict:
-    return SUITE_SCORING.get(suite, {"score": "last100", "normalise": None})
+    """``{"score": kind, "normalise": ..., "name": what the score is, in words}`` of ``suite``."""
+    return SUITE_SCORING.get(suite, {"score": "last100", "normalise": None, "name": SCORE_NAMES["last100"]})
 
 
 def run_scores(results: Results, kind: str = "last100", suite: str | None = None) -> pd.DataFrame:
@@ -279,3 +295,4 @@ def score_dict(scores: pd.DataFrame, envs: list[str], labels: Iterable[str] | No
 
 def finite(x: float) -> bool:
     return x is not None and isinstance(x, (int, float, np.floating)) and math.isfinite(x)
+
