@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         todo = [r for unit in units for r in unit]
         check_results_dir(results_root, len(todo))
         if todo and sweep.executor == "ray":
-            from harness.ray_executor import _ray
-            _ray(sweep.ray_address)  # Ray installed? (before anything is written)
+            from harness.ray_executor import import_ray
+            import_ray(sweep.ray_address)  # Ray installed? (before anything is written)
         if todo and sweep.executor == "slurm":
             from harness.slurm_executor import check_submission
             check_submission(sweep, units)  # sbatch there, partition, time limit (before anything is submitted)

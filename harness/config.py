@@ -6,7 +6,9 @@ key, a wrong type or an unknown name raises ``ConfigError`` with the valid choic
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -18,6 +20,10 @@ from core.options import format_value
 
 
 EXECUTORS = ("local", "ray", "slurm")
+TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb"}   # track=: name -> the package it needs
+TRACKING_INSTALL = "pip install -e '.[tracking]'"
+# Slurm's time formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
+SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
 @dataclass
@@ -220,16 +226,47 @@ def parse_sweep(top: dict[str, str]) -> SweepConfig:
     if sweep.slurm_gpus_per_task is not None and sweep.slurm_gpus_per_task < 0:
         raise ConfigError(f"slurm_gpus_per_task={sweep.slurm_gpus_per_task} must be 0 or more")
     if sweep.slurm_time is not None:
-        from harness.slurm_executor import parse_time
-        parse_time(sweep.slurm_time)
+        parse_slurm_time(sweep.slurm_time)
     g = sweep.ray_num_gpus
     if not (g > 0 and (g <= 1 or float(g).is_integer())):
         raise ConfigError(f"ray_num_gpus={sweep.ray_num_gpus} must be a fraction in (0, 1] or a whole number")
     check_device(sweep.device, local=sweep.executor == "local")
-    from harness.tracking import check_trackers
     sweep.track = tuple(dict.fromkeys(sweep.track))
     check_trackers(sweep.track)
     return sweep
+
+
+def parse_slurm_time(text: str) -> int | None:
+    """A Slurm time limit in seconds (None: unlimited); ``ConfigError`` for a malformed one."""
+    if text.strip().upper() in ("UNLIMITED", "INFINITE"):
+        return None
+    m = SLURM_TIME.match(text.strip())
+    if not m:
+        raise ConfigError(f"slurm_time={text!r} is not a Slurm time; valid forms: MM, MM:SS, HH:MM:SS, D-HH, "
+                          f"D-HH:MM, D-HH:MM:SS")
+    days, a, b, c = m.groups()
+    if days is not None:   # D-HH[:MM[:SS]]
+        return int(days) * 86400 + int(a) * 3600 + int(b or 0) * 60 + int(c or 0)
+    if c is not None:      # HH:MM:SS
+        return int(a) * 3600 + int(b) * 60 + int(c)
+    return int(a) * 60 + int(b or 0)   # MM or MM:SS
+
+
+def check_trackers(names) -> None:
+    """``track=``: known names whose package is installed; ``ConfigError`` (one line) otherwise."""
+    for name in names:
+        if name not in TRACKERS:
+            raise ConfigError(f"unknown tracker {name!r} in track=; valid: {', '.join(TRACKERS)}")
+        if not _installed(TRACKERS[name]):
+            raise ConfigError(f"track={name} needs the {TRACKERS[name]} package, which is not installed: "
+                              f"{TRACKING_INSTALL}")
+
+
+def _installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ValueError, ImportError):   # blocked (sys.modules[package] = None) or a broken install
+        return False
 
 
 def check_device(device: str, local: bool = True) -> None:

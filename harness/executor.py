@@ -65,7 +65,7 @@ def run_sweep(runs: list[RunConfig], backend, max_in_flight: int, retries: int =
     if sorted(r.run_id for u in units for r in u) != sorted(r.run_id for r in runs):
         raise ValueError("the batches must hold each run of the sweep once")
     total_steps = sum(r.steps for r in runs)
-    bar = _progress_bar(total_steps, len(runs), show_progress)
+    bar = progress_bar(total_steps, len(runs), show_progress)
     events: queue.Queue = queue.Queue()
     todo = iter(list(units))
     todo_lock = threading.Lock()
@@ -151,14 +151,14 @@ def _drive(unit: list[RunConfig], backend, retries: int, events: queue.Queue) ->
                 pending = [r for i, r in enumerate(pending) if i not in reported]
         error = f"worker died {len(deaths)} times: {'; '.join(deaths)}"
         for run in pending:
-            _mark_failed(run, error)
+            mark_failed(run, error)
             events.put(("outcome", run, {**base, "run_id": run.run_id, "error": error, "attempts": retries + 1}))
     finally:
         for lock in locks:
             lock.release()
 
 
-def _mark_failed(run: RunConfig, error: str) -> None:
+def mark_failed(run: RunConfig, error: str) -> None:
     """Record in ``run.json`` a run given up on by the driver (its worker kept dying)."""
     record = read_run_json(run.run_dir)
     if not isinstance(record, dict):
@@ -289,7 +289,7 @@ def run_local(runs: list[RunConfig], jobs: int, show_progress: bool = True, retr
                      batches=batches)
 
 
-def _progress_bar(total_steps: int, num_runs: int, enabled: bool):
+def progress_bar(total_steps: int, num_runs: int, enabled: bool):
     from tqdm import tqdm
     return tqdm(total=total_steps, unit="step", unit_scale=True, dynamic_ncols=True, file=sys.stderr,
                 disable=not enabled, desc=f"{num_runs} runs", smoothing=0.05)

@@ -52,7 +52,7 @@ def is_loopback(address: str | None) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def _ray(address: str | None = None):
+def import_ray(address: str | None = None):
     """Import Ray (a clear error if it is missing). For a loopback address (or none), Ray is
     told to stay on loopback: by default it replaces 127.0.0.1 with the address of the
     machine's default route, for its own processes and for the address it connects to.
@@ -151,7 +151,7 @@ def train_task(runs_fields: list[dict], files: list[dict[str, bytes]], shared: b
 
 class RayBackend:
     def __init__(self, shared: bool, num_gpus: float):
-        ray = _ray()
+        ray = import_ray()
         self.ray, self.shared, self.num_gpus = ray, shared, num_gpus
         self._remote = ray.remote(train_task)
         self._tasks: set = set()
@@ -215,7 +215,7 @@ def _short(exc: BaseException) -> str:
 def connect(address: str | None, num_cpus: int | None = None) -> None:
     """Connect to the cluster at ``address`` (host:port or auto), or start a local instance;
     the project's packages travel to the workers as ``py_modules``."""
-    ray = _ray(address)
+    ray = import_ray(address)
     if ray.is_initialized():
         return
     runtime_env = {"py_modules": [str(ROOT / p) for p in PACKAGES],
@@ -235,7 +235,7 @@ def run_ray(runs: list[RunConfig], address: str | None = None, jobs: int | None 
             batches: list[list[RunConfig]] | None = None) -> list[dict]:
     """Run every run as Ray tasks, at most ``jobs`` at a time (default: the cluster's CPUs); a
     task trains one run, or one stack of ``batches``."""
-    ray = _ray(address)
+    ray = import_ray(address)
     if shared:  # the workers' working folders differ from the driver's
         resolve = lambda r: dataclasses.replace(r, results_dir=str(Path(r.results_dir).resolve()))  # noqa: E731
         runs = [resolve(r) for r in runs]

@@ -45,8 +45,8 @@ from typing import Any
 
 from core.errors import ConfigError
 from core.results import atomic_write_text, comparable_config, is_done
-from harness.config import RunConfig, estimated_minutes
-from harness.executor import RETRIES, RUNNING_ELSEWHERE, _mark_failed, _progress_bar, summarize
+from harness.config import RunConfig, estimated_minutes, parse_slurm_time
+from harness.executor import RETRIES, RUNNING_ELSEWHERE, mark_failed, progress_bar, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE_DIR = ".slurm"
@@ -54,28 +54,10 @@ POLL_SECONDS = 2.0
 # The requeue signal comes this long before the time limit (Slurm may send it up to 60 s
 # earlier than asked); a quarter of the limit for limits under 6 minutes.
 REQUEUE_GRACE = 90
-# Slurm's time formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
-_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
 # ---------------------------------------------------------------------------------------
 # checks before anything is submitted
-
-def parse_time(text: str) -> int | None:
-    """A Slurm time limit in seconds (None: unlimited); ``ConfigError`` for a malformed one."""
-    if text.strip().upper() in ("UNLIMITED", "INFINITE"):
-        return None
-    m = _TIME.match(text.strip())
-    if not m:
-        raise ConfigError(f"slurm_time={text!r} is not a Slurm time; valid forms: MM, MM:SS, HH:MM:SS, D-HH, "
-                          f"D-HH:MM, D-HH:MM:SS")
-    days, a, b, c = m.groups()
-    if days is not None:   # D-HH[:MM[:SS]]
-        return int(days) * 86400 + int(a) * 3600 + int(b or 0) * 60 + int(c or 0)
-    if c is not None:      # HH:MM:SS
-        return int(a) * 3600 + int(b) * 60 + int(c)
-    return int(a) * 60 + int(b or 0)   # MM or MM:SS
-
 
 def requeue_grace(limit: int) -> int:
     return REQUEUE_GRACE if limit >= 4 * REQUEUE_GRACE else max(1, limit // 4)
@@ -146,13 +128,13 @@ def check_submission(sweep, units: list[list[RunConfig]]) -> None:
         partition = next((p for p in parts.values() if p.get("Default") == "YES"), None)
         if partition is None:
             raise ConfigError(f"the cluster has no default partition: give slurm_partition=; valid: {', '.join(parts)}")
-    limit = parse_time(sweep.slurm_time) if sweep.slurm_time is not None else None
+    limit = parse_slurm_time(sweep.slurm_time) if sweep.slurm_time is not None else None
     where = f"slurm_time={sweep.slurm_time}"
     if limit is None:   # the partition's default, or its maximum
         for key in ("DefaultTime", "MaxTime"):
             value = partition.get(key, "NONE")
             if value not in ("NONE", "UNLIMITED", "INFINITE"):
-                limit = parse_time(value)
+                limit = parse_slurm_time(value)
                 where = f"partition {partition['PartitionName']}'s {key} {value}"
                 break
     if limit is not None and units:
@@ -344,7 +326,7 @@ def submit(sweep, units: list[list[RunConfig]], root: Path) -> list[_Task]:
     folder.mkdir(parents=True)
     atomic_write_text(folder / "units.json", json.dumps(
         {"units": [[dataclasses.asdict(r) for r in unit] for unit in units]}, indent=1))
-    limit = parse_time(sweep.slurm_time) if sweep.slurm_time else _partition_limit(sweep)
+    limit = parse_slurm_time(sweep.slurm_time) if sweep.slurm_time else _partition_limit(sweep)
     script = batch_script(sweep, len(units), folder, limit)
     atomic_write_text(folder / "submit.sh", script)
     proc = _slurm(_tool("sbatch"), "--parsable", str(folder / "submit.sh"), timeout=120)
@@ -362,7 +344,7 @@ def _partition_limit(sweep) -> int | None:
     for key in ("DefaultTime", "MaxTime"):
         value = partition.get(key, "NONE")
         if value not in ("NONE", "UNLIMITED", "INFINITE"):
-            return parse_time(value)
+            return parse_slurm_time(value)
     return None
 
 
@@ -416,7 +398,7 @@ def run_slurm(runs: list[RunConfig], sweep, batches: list[list[RunConfig]], show
     results: dict[str, dict] = {}
     done_steps: dict[str, int] = {}
     steps_of = {r.run_id: r.steps for r in runs}
-    bar = _progress_bar(sum(r.steps for r in runs), len(runs), show_progress)
+    bar = progress_bar(sum(r.steps for r in runs), len(runs), show_progress)
     missing_since: dict[tuple, float] = {}
     try:
         while len(results) < len(runs):
@@ -454,7 +436,7 @@ def run_slurm(runs: list[RunConfig], sweep, batches: list[list[RunConfig]], show
                     for run in mine:
                         if run not in again:
                             error = f"{why} ({attempts[run.run_id]} attempts)"
-                            _mark_failed(run, error)
+                            mark_failed(run, error)
                             results[run.run_id] = {"run_id": run.run_id, "status": "failed", "error": error,
                                                    "resumed_from": None, "attempts": attempts[run.run_id]}
                     if again:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -45,27 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError
+from harness.config import TRACKERS, RunConfig, check_trackers   # track= is checked when a sweep is planned
 
-TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb"}   # name -> the package it needs
 TRACKING_DIR = "tracking"
 FILES = ("episodes", "evals", "metrics")
-INSTALL = "pip install -e '.[tracking]'"
-
-
-def check_trackers(names) -> None:
-    """``track=``: known names whose package is installed; ``ConfigError`` (one line) otherwise."""
-    for name in names:
-        if name not in TRACKERS:
-            raise ConfigError(f"unknown tracker {name!r} in track=; valid: {', '.join(TRACKERS)}")
-        if not _installed(TRACKERS[name]):
-            raise ConfigError(f"track={name} needs the {TRACKERS[name]} package, which is not installed: {INSTALL}")
-
-
-def _installed(package: str) -> bool:
-    try:
-        return importlib.util.find_spec(package) is not None
-    except (ValueError, ImportError):   # blocked (sys.modules[package] = None) or a broken install
-        return False
 
 
 def setting(run) -> str:
@@ -265,7 +247,6 @@ class _Rows:
 def export_run(run_dir: Path, names, results_dir: Path) -> list[str]:
     """Write the ``names`` logs of the stored run in ``run_dir`` (replacing those it has); returns
     the warnings."""
-    from harness.config import RunConfig
     record = json.loads((run_dir / "run.json").read_text())
     fields = {f.name for f in dataclasses.fields(RunConfig)}
     config = {k: v for k, v in record["config"].items() if k in fields}

@@ -77,3 +77,100 @@ def test_no_cycle_between_packages():
         if package not in state:
             cycle = visit(package, [])
             assert cycle is None, " -> ".join(cycle)
+
+
+# ---------------------------------------------------------------------------------------
+# inside harness/: planning (config.py) at the bottom, the executors and the CLI above it; no
+# module reaches into another's private (underscore) names
+
+HARNESS = ROOT / "harness"
+
+
+def harness_imports(path: Path) -> list[tuple[str, str | None]]:
+    """``(module, name)`` for every import in ``path`` of a module of ``harness/`` (``name``: the
+    name imported from it, None for ``import harness.x``), every import statement counted."""
+    modules = {p.stem for p in HARNESS.glob("*.py")}
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "harness" and len(parts) > 1 and parts[1] in modules:
+                    found.append((parts[1], None))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module:
+                parts = node.module.split(".")
+                if parts[0] != "harness":
+                    continue
+                parts = parts[1:]
+            elif node.level == 1:           # from . import x / from .x import y, inside harness/
+                parts = node.module.split(".") if node.module else []
+            else:
+                continue
+            if parts and parts[0] in modules:
+                found += [(parts[0], alias.name) for alias in node.names]
+            elif not parts:                 # from harness import x: the module x
+                found += [(alias.name, None) for alias in node.names if alias.name in modules]
+    return found
+
+
+def harness_graph() -> dict[str, set[str]]:
+    """harness module -> the harness modules it imports."""
+    return {path.stem: {m for m, _ in harness_imports(path)} - {path.stem}
+            for path in sorted(HARNESS.glob("*.py"))}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (its nodes, the first repeated at the end), or None."""
+    state: dict[str, str] = {}
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                path = path + [node]
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt, path + [node])
+                if cycle:
+                    return cycle
+        state[node] = "closed"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node, [])
+            if cycle:
+                return cycle
+    return None
+
+
+def test_harness_imports_sees_every_form(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import harness.config\nfrom harness.executor import run_local, _mark_failed\n"
+                      "def f():\n    from harness import tracking\n    from .locks import RunLock\n"
+                      "    import core.results\n")
+    assert sorted(harness_imports(source), key=str) == sorted(
+        [("config", None), ("executor", "run_local"), ("executor", "_mark_failed"), ("tracking", None),
+         ("locks", "RunLock")], key=str)
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_no_cycle_between_harness_modules():
+    cycle = find_cycle(harness_graph())
+    assert cycle is None, "harness modules import in a circle: " + " -> ".join(cycle)
+
+
+def test_planning_imports_no_executor_and_no_tracking():
+    """config.py plans: it stands below the executors, the trainer, the trackers and the commands."""
+    above = {"executor", "ray_executor", "slurm_executor", "tracking", "train", "summary", "compare", "cli"}
+    wrong = harness_graph()["config"] & above
+    assert not wrong, f"harness/config.py imports {', '.join(sorted(wrong))}"
+
+
+def test_no_harness_module_imports_another_modules_private_name():
+    wrong = [f"{path.name} imports {name} from harness/{module}.py"
+             for path in sorted(HARNESS.glob("*.py")) for module, name in harness_imports(path)
+             if module != path.stem and name is not None and name.startswith("_")]
+    assert not wrong, "\n".join(wrong)
