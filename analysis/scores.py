@@ -96,8 +96,10 @@ def run_scores(results: Results, kind: str = "last100", suite: str | None = None
     empty = [f"{r.label} on {r.env} seed {r.seed}" for r in analysed.itertuples()
              if (r.label, r.env, int(r.seed)) not in scored]
     if empty:
-        note = (f"{len(empty)} done run(s) have no {'evaluation' if kind == 'final_eval' else 'training episode'} "
-                f"and no score: {'; '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}")
+        what = "evaluation" if kind == "final_eval" else "finished training episode"
+        used = f"no {SCORE_NAMES[kind]}" if suite is not None and scoring(suite)["score"] != kind else "no score"
+        note = (f"{len(empty)} done run(s) have no {what} and {used}: "
+                f"{'; '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}")
         if note not in results.warnings:
             results.warnings.append(note)
     if kind == "last100":
