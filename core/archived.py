@@ -69,15 +69,24 @@ def carry_checkpoint(run_dir: Path, carried: Path) -> None:
         shutil.copyfile(run_dir / "run.json", carried / "run.json")
 
 
+def carried_checkpoint(record: dict, run_dir: Path) -> Path | None:
+    """The archive's gzipped checkpoint that ``restore_checkpoint`` would put into ``run_dir``
+    (None: it would put none there). Reads nothing but the names of files."""
+    carried = Path(record["path"])
+    if record.get("status") == "done" or not (carried / CARRIED).is_file():
+        return None
+    if (run_dir / "checkpoint.pt").exists() or (run_dir / "run.json").exists():
+        return None
+    return carried / CARRIED
+
+
 def restore_checkpoint(record: dict, run_dir: Path) -> bool:
     """Put an archived unfinished run's checkpoint (and run.json) into ``run_dir``, when the archive
     carries one and the folder has neither a checkpoint nor a run.json of its own (nothing here is
     ever overwritten). The run's own resume then checks the config and continues from it."""
+    if carried_checkpoint(record, run_dir) is None:
+        return False
     carried = Path(record["path"])
-    if record.get("status") == "done" or not (carried / CARRIED).is_file():
-        return False
-    if (run_dir / "checkpoint.pt").exists() or (run_dir / "run.json").exists():
-        return False
     from core.results import atomic_write_bytes
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(run_dir / "checkpoint.pt", gzip.decompress((carried / CARRIED).read_bytes()))

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.config import (ConfigError, estimated_minutes, parse_sweep, plan_batches, plan_runs, split_args,
                             threads_per_run)
 from harness.executor import RUNNING_ELSEWHERE
-from core.archived import ArchiveError, archived_runs, restore_checkpoint
+from core.archived import ArchiveError, archived_runs, carried_checkpoint, restore_checkpoint
 from core.results import (ResultsDirError, check_results_dir, comparable_config, done_problem, is_done,
                           read_run_json)
 
@@ -46,6 +46,8 @@ USAGE = """usage: ./run_all.sh [key=value ...]
   preset=cleanrl          a named bundle of code-level options of the suite
   grid=table1             a named list of settings of the suite (the paper's Table 1)
   report=false            skip the report rendered at the end of the sweep
+  plan=true               print the plan and exit: each process's runs (done, in the archive, resuming
+                          from step N, or new) and the time estimate; checks everything, runs and writes nothing
   track=tensorboard,wandb each run also logs to TensorBoard / W&B (offline; pip install -e '.[tracking]')
   algo.<option>=value     an algorithm option, e.g. algo.clip_eps=0.1 (stored as a variant)
   suite.<option>=value    a suite option, e.g. suite.obs_norm=false
@@ -94,6 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ResultsDirError, ArchiveError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+    if sweep.plan:   # what this sweep would do, and its time estimate; nothing is run or written
+        carried = {r.run_id: path for r in todo if r.run_id in archived
+                   for path in [carried_checkpoint(archived[r.run_id], r.run_dir)] if path is not None}
+        _print_plan(sweep, runs, todo, units, in_archive, [r for r in todo if r.run_id in carried])
+        from harness.plan import print_sweep_plan
+        print_sweep_plan(sys.stdout, units, [r for r in runs if r not in todo and r not in in_archive], in_archive,
+                         sweep.archive, carried)
+        return 0
 
     # the archive's unfinished runs go on from where another machine left them
     restored = [r for r in todo if r.run_id in archived and restore_checkpoint(archived[r.run_id], r.run_dir)]

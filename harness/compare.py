@@ -38,18 +38,19 @@ from analysis.compare import (Comparison, candidate_overrides, compare_stored, f
 from analysis.load import AnalysisError, ResultsWarning, load_results
 from core.options import parse_key_values
 from core.results import ResultsDirError, check_results_dir, is_done, read_run_json
-from harness.config import (ConfigError, RunConfig, SweepConfig, parse_sweep, plan_batches, plan_runs, split_args,
-                            threads_per_run)
+from harness.config import (ConfigError, RunConfig, SweepConfig, estimated_minutes, parse_sweep, plan_batches,
+                            plan_runs, split_args, threads_per_run)
+from harness.plan import run_start
 
 # The sweep keys that fix the protocol; given any of them, both sides are planned as a sweep would.
 PROTOCOL_KEYS = ("scale", "env", "steps", "eval_every", "eval_episodes", "device")
 KEYS = {"candidate": str, "baseline": str, "suite": str, "results_dir": str, "jobs": int, "seeds": int,
         "threads": int, "reps": int, "scale": str, "env": str, "steps": int, "eval_every": int,
-        "eval_episodes": int, "device": str, "allow_protocol_diff": bool}
+        "eval_episodes": int, "device": str, "allow_protocol_diff": bool, "plan": bool}
 
 USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [results_dir=results]
            [scale=smoke|quick|paper] [env=A,B] [steps=N] [seeds=N] [eval_every=N] [eval_episodes=N]
-           [device=cpu] [jobs=N] [threads=N] [reps=2000] [allow_protocol_diff=false]
+           [device=cpu] [jobs=N] [threads=N] [reps=2000] [allow_protocol_diff=false] [plan=false]
 
   X and Y are labels: algo[+key=value...], e.g. ppo_clip+clip_eps=0.3 (a variant registered in
   algos/ is just its name). With any of scale= env= steps= eval_every= eval_episodes= device=, both
@@ -60,7 +61,9 @@ USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [re
   verdict: better (exit 0), worse (1), inconclusive (3, with the seeds that would likely settle it)
   or identical (4: X's runs equal Y's on every environment and seed, so X's change never acted).
   Exit 2: bad input, or a setting differs that X does not ask for (allow_protocol_diff=true
-  compares anyway, and says so)."""
+  compares anyway, and says so). plan=true prints the plan (each side's runs: done, resuming from
+  step N, or new; the time estimate), checks the input as compare does, and exits 0 without running,
+  comparing or writing anything."""
 
 
 def _parse(words: list[str]) -> dict:
@@ -83,8 +86,8 @@ def main(argv: list[str]) -> int:
             results_dir=args.get("results_dir", "results"), jobs=args.get("jobs"), seeds=args.get("seeds"),
             reps=args.get("reps", stats.DEFAULT_REPS), threads=args.get("threads"),
             protocol={k: args[k] for k in PROTOCOL_KEYS if k in args},
-            allow_protocol_diff=args.get("allow_protocol_diff", False))
-        return comparison.exit_code
+            allow_protocol_diff=args.get("allow_protocol_diff", False), plan=args.get("plan", False))
+        return 0 if comparison is None else comparison.exit_code
     except AnalysisError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -144,10 +147,11 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
                 jobs: int | None = None, seeds: int | None = None, reps: int = stats.DEFAULT_REPS,
                 out: TextIO | None = None, err: TextIO | None = None, executor: Callable | None = None,
                 measure_random: Callable[[str], dict] | None = None, protocol: dict | None = None,
-                threads: int | None = None, allow_protocol_diff: bool = False) -> Comparison:
+                threads: int | None = None, allow_protocol_diff: bool = False, plan: bool = False) -> Comparison | None:
     """Make sure both sides' runs exist at one protocol (see the module docstring), run the missing
     ones with ``executor`` (default ``harness.executor.run_local``), then compare the stored results.
-    Raises AnalysisError on bad input or a refused protocol; nothing stored is deleted or overwritten."""
+    Raises AnalysisError on bad input or a refused protocol; nothing stored is deleted or overwritten.
+    ``plan``: check everything, print the plan run by run, and return None: nothing run or written."""
     out, err = out or sys.stdout, err or sys.stderr
     if candidate == baseline:
         raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")
@@ -222,12 +226,23 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
     configs = [{**side[2], **{(r.env, r.seed): dataclasses.asdict(r) for r in side[3]}} for side in sides]
     diffs = protocol_differences(candidate, baseline, suite, configs[0], configs[1])
     todo = sides[0][3] + sides[1][3]
-    _print_plan(out, suite, source, steps, wanted, sides, described)
-    if todo and refused(diffs) and not allow_protocol_diff:
+    units, jobs = _processes(todo, jobs, threads) if todo else ([], 1)
+    _print_plan(out, suite, source, steps, wanted, sides, described, units, jobs, detail=plan)
+    if (todo or plan) and refused(diffs) and not allow_protocol_diff:   # plan: as compare_stored would refuse
         print(format_protocol(diffs, candidate, baseline), file=out)
         raise protocol_error(diffs, candidate)
     if todo:
-        _run(todo, jobs, threads, root, executor)
+        try:
+            check_results_dir(root, len(todo))
+        except ResultsDirError as exc:
+            raise AnalysisError(str(exc)) from None
+    if plan:
+        print("plan=true: nothing was run or written (without it, compare "
+              + (f"runs the {len(todo)} missing run(s), then compares" if todo else "compares the stored runs now")
+              + ")", file=out)
+        return None
+    if todo:
+        _run(units, jobs, executor)
     return compare_stored(candidate, baseline, suite, root, pairs=wanted, steps=steps, reps=reps,
                           allow_protocol_diff=allow_protocol_diff, out=out, err=err, measure_random=measure_random)
 
@@ -251,7 +266,10 @@ def _canonical(label: str, planned: list[RunConfig], err: TextIO) -> str:
     return label
 
 
-def _print_plan(out: TextIO, suite: str, source: str, steps: int, wanted, sides, config: dict) -> None:
+def _print_plan(out: TextIO, suite: str, source: str, steps: int, wanted, sides, config: dict,
+                units: list[list[RunConfig]], jobs: int, detail: bool = False) -> None:
+    """What exists and what runs, per side (``detail``: every run, with where it would start), and
+    the wall-time estimate of the runs to run, by the sweep's model (``estimated_minutes``)."""
     envs = sorted({e for e, _ in wanted})
     seeds = sorted({s for _, s in wanted})
     print(f"compare plan: suite {suite}, protocol from {source}", file=out)
@@ -262,23 +280,41 @@ def _print_plan(out: TextIO, suite: str, source: str, steps: int, wanted, sides,
         details.append(f"device {config['device']}")
     print(f"  {', '.join(details)}; environments {', '.join(envs)}; seeds {', '.join(map(str, seeds))}", file=out)
     for name, (label, planned, exists, todo) in zip(("X", "Y"), sides):
-        print(f"  {name} = {label}: {len(exists)} of {len(wanted)} run(s) exist, {len(todo)} to run", file=out)
+        starts = {r.run_id: run_start(r) for r in todo}
+        resumes = sum(step is not None for step, _ in starts.values())
+        print(f"  {name} = {label}: {len(exists)} of {len(wanted)} run(s) exist, {len(todo)} to run"
+              + (f" ({resumes} resume from a checkpoint)" if resumes else ""), file=out)
+        if detail:
+            todo_at = {(r.env, r.seed): r for r in todo}
+            for env, seed in sorted(wanted):
+                run = todo_at.get((env, seed))
+                what = starts[run.run_id][1] if run is not None else "done (exists)"
+                print(f"    {suite}/{env}/{label}/seed{seed}: {what}", file=out)
+            continue
         for r in todo[:20]:
-            print(f"    run {r.run_id}", file=out)
+            print(f"    run {r.run_id}: {starts[r.run_id][1]}", file=out)
         if len(todo) > 20:
             print(f"    ... and {len(todo) - 20} more", file=out)
+    if units:
+        stacks = [u for u in units if len(u) > 1]
+        print(f"  {sum(map(len, units))} run(s) to run in {len(units)} process(es)"
+              + (f", {sum(map(len, stacks))} of them in {len(stacks)} stack(s)" if stacks else "")
+              + f"; estimated time: ~{estimated_minutes(suite, units, min(jobs, len(units))):.0f} min with "
+              f"jobs={min(jobs, len(units))}, {units[0][0].threads} torch thread{'s' if units[0][0].threads > 1 else ''} "
+              f"per process", file=out)
 
 
-def _run(todo: list[RunConfig], jobs: int | None, threads: int | None, root: Path, executor: Callable | None) -> None:
+def _processes(todo: list[RunConfig], jobs: int | None, threads: int | None) -> tuple[list[list[RunConfig]], int]:
+    """The processes of the missing runs, as a sweep plans them (stacks where runs can), with their
+    torch threads; and the jobs to run them on."""
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
-    units = plan_batches(todo, None, jobs)   # the processes, as a sweep plans them (stacks where runs can)
+    units = plan_batches(todo, None, jobs)
     per_run = threads_per_run(SweepConfig(jobs=jobs, threads=threads), len(units))
-    units = [[dataclasses.replace(r, threads=per_run) for r in unit] for unit in units]
+    return [[dataclasses.replace(r, threads=per_run) for r in unit] for unit in units], jobs
+
+
+def _run(units: list[list[RunConfig]], jobs: int, executor: Callable | None) -> None:
     todo = [r for unit in units for r in unit]
-    try:
-        check_results_dir(root, len(todo))
-    except ResultsDirError as exc:
-        raise AnalysisError(str(exc)) from None
     if executor is None:
         from harness.executor import run_local
         executor = functools.partial(run_local, batches=units)

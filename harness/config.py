@@ -46,6 +46,7 @@ class SweepConfig:
     eval_episodes: int | None = None      # episodes per evaluation; default the scale's
     checkpoint_every: int = 20            # updates between checkpoints (resume point of a killed run)
     report: bool = True                   # render results_dir/reports/<suite>/ at the end of the sweep
+    plan: bool = False                    # print the plan (each process's runs: done, in the archive, resuming from step N, new; the time estimate) and exit 0, running and writing nothing
     executor: str = "local"               # local (processes on this machine) | ray (one Ray task per run)
     ray_address: str | None = None        # executor=ray: the cluster (host:port, or auto); default a local Ray instance
     ray_shared: bool = False              # executor=ray: results_dir is on a filesystem every worker sees; write there directly

@@ -308,8 +308,10 @@ def write_checkpoint(path: Path, payload: dict) -> None:
     atomic_write_bytes(path, _MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
 
 
-def read_checkpoint(path: Path) -> dict:
-    data = Path(path).read_bytes()
+def read_checkpoint(path: Path, data: bytes | None = None) -> dict:
+    """The payload of the checkpoint at ``path`` (``data``: its bytes, when they are not there,
+    e.g. unzipped from an archive); ``CheckpointError`` when it cannot be used."""
+    data = Path(path).read_bytes() if data is None else data
     if not data.startswith(_MAGIC) or len(data) < len(_MAGIC) + 65:
         raise CheckpointError(f"{path.name} is not a pg-arena checkpoint (or is truncated)")
     digest, body = data[len(_MAGIC):len(_MAGIC) + 64], data[len(_MAGIC) + 65:]
@@ -335,13 +337,25 @@ def _save(path: Path, run, agent, algo, collector, state: RunState) -> None:
     write_checkpoint(path, payload)
 
 
+def resumable_checkpoint(path: Path, run, data: bytes | None = None) -> dict:
+    """The payload of the checkpoint at ``path`` if ``run`` resumes from it: readable, intact and
+    written by a run of the same config; ``CheckpointError`` (why not) otherwise."""
+    payload = read_checkpoint(path, data)
+    if payload.get("config") != comparable_config(dataclasses.asdict(run)):
+        raise CheckpointError(f"{Path(path).name} was written by a run with another config")
+    return payload
+
+
+def checkpoint_position(payload: dict) -> tuple[int, int]:
+    """``(global_step, update)`` a run resumes at from a checkpoint's payload."""
+    return int(payload["collector"]["global_step"]), int(payload["state"]["update"])
+
+
 def _restore(path: Path, run, agent, algo, collector, state: RunState, record: dict) -> None:
     """Continue from ``path``; a checkpoint that is corrupt or belongs to another config is
     dropped (noted in ``run.json``'s warnings) and the run starts from step 0."""
     try:
-        payload = read_checkpoint(path)
-        if payload.get("config") != comparable_config(dataclasses.asdict(run)):
-            raise CheckpointError(f"{path.name} was written by a run with another config")
+        payload = resumable_checkpoint(path, run)
     except (OSError, CheckpointError) as exc:
         record["warnings"].append(f"{exc}; started from step 0")
         path.unlink(missing_ok=True)
