@@ -40,7 +40,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import AnalysisError, ResultsWarning, load_results, split_label, variant_overrides
-from analysis.scores import random_scores, run_scores, scoring
+from analysis.scores import random_scores, run_scores, score_sources, scoring
 from analysis.tables import digits_for
 from core.options import field_defaults, format_value
 from core.results import NOT_PROTOCOL, same_learning
@@ -435,7 +435,9 @@ def compare_stored(candidate: str, baseline: str, suite: str = "mujoco", results
     root = Path(results_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResultsWarning)
-        results = load_results(root, suite, steps=steps, sources=("episodes.csv",), labels=(candidate, baseline))
+        # the suite's own score: llm_toy and Atari score the last evaluation (evals.csv), not episodes
+        results = load_results(root, suite, steps=steps, sources=score_sources(scoring(suite)["score"]),
+                               labels=(candidate, baseline))
     runs = results.analysed if "analysed" in results.runs else results.runs
     x_runs, y_runs = _side(runs, candidate, pairs), _side(runs, baseline, pairs)
     if not y_runs:
@@ -451,6 +453,10 @@ def compare_stored(candidate: str, baseline: str, suite: str = "mujoco", results
     scores = run_scores(results, scoring(suite)["score"], suite)
     wanted = set(x_runs) | set(y_runs)
     scores = scores[scores.apply(lambda r: (r["env"], int(r["seed"])) in wanted, axis=1)]
+    for label, side in ((baseline, y_runs), (candidate, x_runs)):
+        if not (scores["label"] == label).any():
+            raise AnalysisError(f"{label}'s {len(side)} done run(s) in {root / suite} have no score "
+                                f"({scoring(suite)['name']})")
     random = None
     if scoring(suite)["normalise"] == "random-best":
         random, problems = random_scores(root, suite, sorted(set(scores["env"])), measure_random)

@@ -63,6 +63,16 @@ def scoring(suite: str) -> dict:
     return SUITE_SCORING.get(suite, {"score": "last100", "normalise": None, "name": SCORE_NAMES["last100"]})
 
 
+def score_sources(kind: str) -> tuple[str, ...]:
+    """The CSV files a score of ``kind`` is computed from (what ``load_results`` must read for
+    ``run_scores``): training episodes for ``last100`` and ``all``, evaluations for ``final_eval``."""
+    if kind in ("last100", "all"):
+        return ("episodes.csv",)
+    if kind == "final_eval":
+        return ("evals.csv",)
+    raise ValueError(f"unknown score kind {kind!r}; valid: last100, all, final_eval")
+
+
 def run_scores(results: Results, kind: str = "last100", suite: str | None = None) -> pd.DataFrame:
     """One row per analysed run: ``suite, env, algo, variant, label, seed, score, episodes``.
 

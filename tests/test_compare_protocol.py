@@ -219,6 +219,22 @@ def test_without_sweep_keys_the_baseline_runs_fix_the_protocol(root, capsys):
     assert "baseline ppo_clip has no done runs" in err and "sweep keys" in err
 
 
+def test_llm_toy_is_compared_on_its_evaluation_score(root):
+    # issue 30: llm_toy scores the last evaluation (evals.csv); compare read only episodes.csv and
+    # found "no environment in common with done runs" although all four runs were done
+    def executor(runs, jobs):
+        for r in runs:      # the same training episodes on both sides; the candidate evaluates better
+            gold = 0.9 if "+" in r.label else 0.4
+            store(r, [0.5] * 20, evals=[0.2, gold + 0.01 * r.seed])
+        return [{"run_id": r.run_id, "status": "done", "error": None} for r in runs]
+    out = io.StringIO()
+    c = run_compare("ppo_clip+clip_eps=0.3", "ppo_clip", "llm_toy", root, jobs=1, seeds=2, reps=REPS, out=out,
+                    err=io.StringIO(), executor=executor, protocol={"scale": "smoke"})
+    assert c.verdict == "better" and [e.env for e in c.envs] == ["sort"]
+    assert c.envs[0].mean_x == pytest.approx(0.905) and c.envs[0].mean_y == pytest.approx(0.405)
+    assert "score: held-out gold score of the last evaluation" in out.getvalue()
+
+
 # ---------------------------------------------------------------------------------------
 # C: identical runs
 
