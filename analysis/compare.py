@@ -425,19 +425,21 @@ def compare_stored(candidate: str, baseline: str, suite: str = "mujoco", results
                    pairs: set[tuple[str, int]] | None = None, steps: int | None = None,
                    reps: int = stats.DEFAULT_REPS, allow_protocol_diff: bool = False,
                    out: TextIO | None = None, err: TextIO | None = None,
-                   measure_random: Callable[[str], dict] | None = None) -> Comparison:
+                   measure_random: Callable[[str], dict] | None = None,
+                   run_dirs: list[str | Path] | None = None) -> Comparison:
     """Compare the done runs of ``candidate`` and ``baseline`` at ``steps`` (default: the budget with
     the most done runs), on the (env, seed) ``pairs`` given (default: all), as the module docstring
-    says; prints the protocol and the comparison to ``out``. Raises ``ProtocolError`` (after printing
-    the differing settings) when the protocols differ unasked and ``allow_protocol_diff`` is false,
-    ``AnalysisError`` on bad input. Reads only; runs nothing."""
+    says; prints the protocol and the comparison to ``out``. ``run_dirs``: exactly these run folders
+    (default: every run of the two labels under ``results_dir/suite``). Raises ``ProtocolError``
+    (after printing the differing settings) when the protocols differ unasked and
+    ``allow_protocol_diff`` is false, ``AnalysisError`` on bad input. Reads only; runs nothing."""
     out, err = out or sys.stdout, err or sys.stderr
     root = Path(results_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResultsWarning)
         # the suite's own score: llm_toy and Atari score the last evaluation (evals.csv), not episodes
         results = load_results(root, suite, steps=steps, sources=score_sources(scoring(suite)["score"]),
-                               labels=(candidate, baseline))
+                               labels=(candidate, baseline), run_dirs=run_dirs)
     runs = results.analysed if "analysed" in results.runs else results.runs
     x_runs, y_runs = _side(runs, candidate, pairs), _side(runs, baseline, pairs)
     if not y_runs:

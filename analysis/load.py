@@ -31,9 +31,10 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from core.results import EPISODE_COLUMNS, EVAL_COLUMNS, NOT_PROTOCOL, is_done, read_run_json
+from core.results import COMPARE_DIR, EPISODE_COLUMNS, EVAL_COLUMNS, NOT_PROTOCOL, is_done, read_run_json
 
 REPORTS_DIR = "reports"          # <results_dir>/reports/<suite>/ holds rendered reports, not runs
+NOT_SUITE_DIRS = (REPORTS_DIR, COMPARE_DIR)   # ... and <results_dir>/compare/ compare's own runs
 RUN_KEYS = ["suite", "env", "algo", "variant", "label", "seed"]
 FRAME_COLUMNS = RUN_KEYS + ["step", "metric", "value"]
 SOURCES = {  # file -> (columns that must be there, columns that become metrics)
@@ -208,7 +209,7 @@ def _suite_dirs(root: Path, suite: str | None) -> list[Path]:
             raise AnalysisError(f"no results for suite {suite!r} in {root}"
                                 + (f" (suites with results: {', '.join(have)})" if have else " (it holds no runs)"))
         return [suite_dir]
-    return sorted(d for d in root.iterdir() if d.is_dir() and d.name != REPORTS_DIR and not d.name.startswith("."))
+    return sorted(d for d in root.iterdir() if d.is_dir() and d.name not in NOT_SUITE_DIRS and not d.name.startswith("."))
 
 
 # ---------------------------------------------------------------------------------------
@@ -386,11 +387,21 @@ def select_analysed(runs: pd.DataFrame, steps: int | None = None) -> tuple[pd.Da
     return runs, budgets, messages
 
 
+def _suite_dir_of(run_dir: Path, suite: str | None) -> Path:
+    """The ``<results_dir>/<suite>`` folder a run folder (``.../<suite>/<env>/<label>/seed<k>``) lies in."""
+    for parent in list(run_dir.parents)[2:]:
+        if suite is None or parent.name == suite:
+            return parent
+    return run_dir.parents[2]
+
+
 def load_results(results_dir: str | Path, suite: str | None = None, steps: int | None = None,
                  sources: Iterable[str] = ("episodes.csv", "evals.csv", "metrics.csv"),
-                 require_done: bool = True, labels: Iterable[str] | None = None) -> Results:
+                 require_done: bool = True, labels: Iterable[str] | None = None,
+                 run_dirs: Iterable[str | Path] | None = None) -> Results:
     """Every run under ``results_dir`` (or its ``suite``; of ``labels`` only, if given) into a
-    ``Results``; see the module docstring.
+    ``Results``; see the module docstring. ``run_dirs``: exactly these run folders instead (wherever
+    they lie, e.g. compare's runs beside a sweep's), ``results_dir`` being the root they belong to.
 
     Raises ``AnalysisError`` (one line) for a missing or empty folder, a folder with no done runs
     (when ``require_done``), or a corrupt CSV of a done run."""
@@ -400,8 +411,12 @@ def load_results(results_dir: str | Path, suite: str | None = None, steps: int |
     if not root.is_dir():
         raise AnalysisError(f"results folder {root} is not a folder")
     rows = []
-    for suite_dir in _suite_dirs(root, suite):
-        rows += [_run_row(p, suite_dir) for p in _find_run_files(suite_dir)]
+    if run_dirs is not None:
+        rows = [_run_row(Path(d) / "run.json", _suite_dir_of(Path(d), suite)) for d in run_dirs
+                if (Path(d) / "run.json").is_file()]
+    else:
+        for suite_dir in _suite_dirs(root, suite):
+            rows += [_run_row(p, suite_dir) for p in _find_run_files(suite_dir)]
     if not rows:
         raise AnalysisError(f"no runs under {root / suite if suite else root} (no run.json found)")
     runs = pd.DataFrame(rows)

@@ -25,7 +25,7 @@ import pandas as pd
 
 from analysis import figures as figs
 from analysis import stats
-from analysis.load import REPORTS_DIR, AnalysisError, Results, load_results, order_labels, split_label
+from analysis.load import NOT_SUITE_DIRS, REPORTS_DIR, AnalysisError, Results, load_results, order_labels, split_label
 from analysis.reference import ATARI_SOURCE, PAPER, TABLE1, TABLE2
 from analysis.scores import (SCORE_NAMES, human_normalise, normalise_random_best, published_atari_scores,
                              random_scores, run_scores, score_dict, scoring)
@@ -756,4 +756,5 @@ def report_suites(results_dir: str | Path) -> list[str]:
     if not root.is_dir():
         raise AnalysisError(f"results folder {root} does not exist")
     return sorted(d.name for d in root.iterdir()
-                  if d.is_dir() and d.name != REPORTS_DIR and not d.name.startswith(".") and any(d.rglob("run.json")))
+                  if d.is_dir() and d.name not in NOT_SUITE_DIRS and not d.name.startswith(".")
+                  and any(d.rglob("run.json")))

@@ -88,6 +88,10 @@ def write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> str
     return hashlib.sha256(data).hexdigest()
 
 
+# <results_dir>/compare/<protocol>/ holds the runs ``./run_all.sh compare`` makes (harness/compare.py),
+# apart from a sweep's <results_dir>/<suite>/ so the two never collide; not a suite's folder.
+COMPARE_DIR = "compare"
+
 # Config keys that do not change what a run computes: where it is stored, how often it checkpoints,
 # how many torch threads it uses, which trackers it also logs to.
 NOT_PROTOCOL = ("results_dir", "checkpoint_every", "threads", "track")

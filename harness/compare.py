@@ -7,16 +7,22 @@ Where the protocol comes from:
   ``device=``): both sides are planned by the harness's planner exactly as
   ``./run_all.sh suite=S algo=<X's algorithm> algo.<option>=... <the same keys>`` would plan them
   (the suite's defaults for each algorithm, the scale's environments, seeds and budget; the scale
-  is ``paper`` unless given, as for a sweep; ``seeds=N`` is seeds 0..N-1). A done run already
-  stored where one of them goes must have been made with that protocol: compare never overwrites
-  a done run and refuses (exit 2) if it was not.
+  is ``paper`` unless given, as for a sweep; ``seeds=N`` is seeds 0..N-1). A done run already in
+  compare's folder where one of them goes must have been made with that protocol: compare never
+  overwrites a done run and refuses (exit 2) if it was not.
 - without them: the baseline's done runs fix it (its environments and seeds at its most common
   budget, with their ``eval_every``, ``eval_episodes`` and ``device``), and the candidate's missing
   runs are planned at it; ``seeds=N`` extends both sides to seeds 0..N-1.
 
-Either way the plan is printed (for each side, the runs that exist and the runs that will run), the
+Compare makes its runs in a results folder of its own per protocol (``compare_home``:
+``<results_dir>/compare/steps=S+eval_every=E+eval_episodes=N+device=D/``), never in a sweep's
+``<results_dir>/<suite>/``: the two cannot collide. A sweep's done run is used where it is: with sweep keys where its resolved
+protocol equals the planned run's, without them where it is a done run at the baseline's budget.
+
+Either way the plan is printed (for each side, the runs that exist, resume or are new), the
 protocol of the runs about to be made is checked against the other side before anything runs, the
-missing runs run with the local executor, and ``analysis.compare.compare_stored`` compares them.
+missing runs run with the local executor, and ``analysis.compare.compare_stored`` compares exactly
+the runs the plan named.
 Exit codes: 0 better, 1 worse, 3 inconclusive, 4 identical (``analysis.compare.EXIT``); 2 bad input
 or a refused protocol (one line on stderr; nothing stored is deleted or overwritten).
 """
@@ -37,13 +43,14 @@ from analysis.compare import (Comparison, candidate_overrides, compare_stored, f
                               protocol_error, protocol_settings, refused)
 from analysis.load import AnalysisError, ResultsWarning, load_results
 from core.options import parse_key_values
-from core.results import ResultsDirError, check_results_dir, is_done, read_run_json
+from core.results import COMPARE_DIR, ResultsDirError, check_results_dir, is_done, read_run_json
 from harness.config import (ConfigError, RunConfig, SweepConfig, estimated_minutes, parse_sweep, plan_batches,
                             plan_runs, split_args, threads_per_run)
 from harness.plan import run_start
 
 # The sweep keys that fix the protocol; given any of them, both sides are planned as a sweep would.
 PROTOCOL_KEYS = ("scale", "env", "steps", "eval_every", "eval_episodes", "device")
+STORED, OWN = "results_dir", "compare's folder"     # where a run that exists was found
 KEYS = {"candidate": str, "baseline": str, "suite": str, "results_dir": str, "jobs": int, "seeds": int,
         "threads": int, "reps": int, "scale": str, "env": str, "steps": int, "eval_every": int,
         "eval_episodes": int, "device": str, "allow_protocol_diff": bool, "plan": bool}
@@ -56,7 +63,8 @@ USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [re
   algos/ is just its name). With any of scale= env= steps= eval_every= eval_episodes= device=, both
   sides are planned as a sweep with those keys would plan them (scale defaults to paper); without,
   the baseline's done runs fix environments, seeds and budget (seeds=N extends both to 0..N-1).
-  Prints the plan, runs what either side is missing (local processes), checks that both sides ran
+  Prints the plan, runs what either side is missing (local processes, in results_dir/compare/<protocol>/;
+  a sweep's done runs of that protocol are used where they are), checks that both sides ran
   one protocol, then prints per environment and in aggregate X - Y and P(X > Y) with 95% CIs and a
   verdict: better (exit 0), worse (1), inconclusive (3, with the seeds that would likely settle it)
   or identical (4: X's runs equal Y's on every environment and seed, so X's change never acted).
@@ -125,7 +133,8 @@ def _stored_runs(root: Path, suite: str, labels: tuple[str, ...], must_exist: bo
 
 
 def _clash(run: RunConfig) -> str | None:
-    """Why the done run stored where ``run`` goes is not ``run`` (None: it is, or none is done there)."""
+    """Why the done run stored where ``run`` goes is not ``run`` (None: it is, or none is done there).
+    In compare's own folder that means the code changed (a default, an option) since the run was made."""
     if not is_done(run.run_dir):
         return None
     stored = protocol_settings((read_run_json(run.run_dir) or {}).get("config"))
@@ -136,8 +145,8 @@ def _clash(run: RunConfig) -> str | None:
     what = "; ".join(f"{k} {stored.get(k, '(not recorded)')}, not {planned.get(k, '(not recorded)')}"
                      for k in differ[:4]) + ("; ..." if len(differ) > 4 else "")
     kind = "another budget" if "steps" in differ else "another protocol"
-    return (f"{run.label} already has a done run at {kind} where compare would run one ({run.run_id}: {what}); "
-            f"compare never overwrites a done run: use another results_dir")
+    return (f"{run.label} already has a done run at {kind} where compare would run one ({run.run_dir}: {what}); "
+            f"compare never overwrites a done run: move it away or use another results_dir")
 
 
 # ---------------------------------------------------------------------------------------
@@ -168,11 +177,11 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
         candidate, baseline = _canonical(candidate, planned_x, err), _canonical(baseline, planned_y, err)
         if candidate == baseline:
             raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")
-        runs = _stored_runs(root, suite, (candidate, baseline), must_exist=False)
         wanted = {(r.env, r.seed) for r in planned_x}
         steps = planned_x[0].steps
         source = "the sweep keys " + " ".join(f"{k}={v}" for k, v in protocol.items())
         described = dataclasses.asdict(planned_y[0]) if planned_y else {}
+        home = compare_home(root, described)
     else:
         runs = _stored_runs(root, suite, (candidate, baseline), must_exist=True)
         base = runs[(runs["label"] == baseline) & runs["done"]]
@@ -196,44 +205,63 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
         for key in ("eval_every", "eval_episodes", "checkpoint_every", "device"):
             if config.get(key) is not None:
                 words[key] = str(config[key])
-        planned_x = _plan_if_needed(candidate, words, runs, wanted, steps)
+        home = compare_home(root, config)
+        mine = _stored_runs(home, suite, (candidate, baseline), must_exist=False)
+        planned_x = _plan_if_needed(candidate, words, [runs, mine], wanted, steps)
         renamed = _canonical(candidate, planned_x, err)
         if renamed != candidate:
             candidate = renamed
             runs = _stored_runs(root, suite, (candidate, baseline), must_exist=True)
-        planned_y = _plan_if_needed(baseline, words, runs, wanted, steps)
+            mine = _stored_runs(home, suite, (candidate, baseline), must_exist=False)
+        planned_y = _plan_if_needed(baseline, words, [runs, mine], wanted, steps)
         source = f"the baseline's done runs ({len(base)} at steps={steps:,})"
         described = config
+    # compare makes its runs in its own folder, where no sweep's run can be (a sweep's done run of
+    # this very protocol is used as it is; compare never writes into a sweep's folder)
+    planned_x, planned_y = ([dataclasses.replace(r, results_dir=str(home)) for r in planned]
+                            for planned in (planned_x, planned_y))
 
     # what exists, what runs, and whether a stored run is of another protocol
-    done = runs[runs["done"] & (runs["steps"] == steps)] if len(runs) else runs
-    stored = {(r["label"], r["env"], int(r["seed"])): r for r in done.to_dict("records")}
     sides = []
     for label, planned in ((candidate, planned_x), (baseline, planned_y)):
         planned = [r for r in planned if (r.env, r.seed) in wanted]
-        exists = {(e, s): stored[(label, e, s)]["config"] for e, s in sorted(wanted) if (label, e, s) in stored}
+        exists: dict[tuple[str, int], tuple[Path, str]] = {}     # (env, seed) -> (run folder, where)
+        if not protocol:    # the done runs at the baseline's budget count as they are: the protocol check judges them
+            for table, where in ((runs, STORED), (mine, OWN)):
+                done = table[(table["label"] == label) & table["done"] & (table["steps"] == steps)] if len(table) else table
+                for r in done.to_dict("records"):
+                    if (r["env"], int(r["seed"])) in wanted:
+                        exists.setdefault((r["env"], int(r["seed"])), (Path(r["path"]), where))
         todo = []
         for r in planned:
-            if protocol or (r.env, r.seed) not in exists:
-                problem = _clash(r)
-                if problem:
-                    raise AnalysisError(problem)
-            if (r.env, r.seed) not in exists and not is_done(r.run_dir):
+            if (r.env, r.seed) in exists:
+                continue
+            stored = dataclasses.replace(r, results_dir=str(root))   # where a sweep with these keys keeps it
+            if protocol and is_done(stored.run_dir) and _clash(stored) is None:
+                exists[(r.env, r.seed)] = (stored.run_dir, STORED)
+                continue
+            problem = _clash(r)
+            if problem:
+                raise AnalysisError(problem)
+            if is_done(r.run_dir):
+                exists[(r.env, r.seed)] = (r.run_dir, OWN)
+            else:
                 todo.append(r)
         sides.append((label, planned, exists, todo))
 
     # the protocol of the runs about to be made, against the other side's (before anything runs)
-    configs = [{**side[2], **{(r.env, r.seed): dataclasses.asdict(r) for r in side[3]}} for side in sides]
+    configs = [{**{k: (read_run_json(path) or {}).get("config") for k, (path, _) in side[2].items()},
+                **{(r.env, r.seed): dataclasses.asdict(r) for r in side[3]}} for side in sides]
     diffs = protocol_differences(candidate, baseline, suite, configs[0], configs[1])
     todo = sides[0][3] + sides[1][3]
     units, jobs = _processes(todo, jobs, threads) if todo else ([], 1)
-    _print_plan(out, suite, source, steps, wanted, sides, described, units, jobs, detail=plan)
+    _print_plan(out, suite, source, steps, wanted, sides, described, units, jobs, root, home, detail=plan)
     if (todo or plan) and refused(diffs) and not allow_protocol_diff:   # plan: as compare_stored would refuse
         print(format_protocol(diffs, candidate, baseline), file=out)
         raise protocol_error(diffs, candidate)
     if todo:
         try:
-            check_results_dir(root, len(todo))
+            check_results_dir(home, len(todo))
         except ResultsDirError as exc:
             raise AnalysisError(str(exc)) from None
     if plan:
@@ -243,18 +271,35 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
         return None
     if todo:
         _run(units, jobs, executor)
+    run_dirs = [path for side in sides for path, _ in side[2].values()] + [r.run_dir for r in todo]
     return compare_stored(candidate, baseline, suite, root, pairs=wanted, steps=steps, reps=reps,
-                          allow_protocol_diff=allow_protocol_diff, out=out, err=err, measure_random=measure_random)
+                          allow_protocol_diff=allow_protocol_diff, out=out, err=err, measure_random=measure_random,
+                          run_dirs=run_dirs)
 
 
-def _plan_if_needed(label: str, words: dict[str, str], runs: pd.DataFrame, wanted: set, steps: int) -> list[RunConfig]:
+def compare_home(root: Path, config: dict) -> Path:
+    """Where compare keeps the runs it makes at the protocol of ``config`` (a planned or stored run's
+    config): ``<root>/compare/steps=S+eval_every=E+eval_episodes=N+device=D/``, a results folder of its
+    own (``<suite>/<env>/<label>/seed<k>`` below it). The name holds every setting a compare command
+    can change besides the labels, the environments and the seeds, so runs of two protocols never
+    share a folder, and no sweep writes there."""
+    key = "+".join(f"{k}={config.get(k)}" for k in ("steps", "eval_every", "eval_episodes", "device"))
+    return Path(root) / COMPARE_DIR / key.replace("/", "_")
+
+
+def _plan_if_needed(label: str, words: dict[str, str], tables: list[pd.DataFrame], wanted: set,
+                    steps: int) -> list[RunConfig]:
     """``label``'s runs planned at ``words``; a label that cannot be planned any more (its algorithm's
-    file is gone) is fine when every wanted run of it is stored: results outlive code."""
+    file is gone) is fine when every wanted run of it is stored (in one of ``tables``): results
+    outlive code."""
     try:
         return plan_label(label, words)
     except AnalysisError:
-        mine = runs[(runs["label"] == label) & runs["done"] & (runs["steps"] == steps)] if len(runs) else runs
-        if wanted <= set(zip(mine["env"], mine["seed"].astype(int))):
+        have = set()
+        for runs in tables:
+            done = runs[(runs["label"] == label) & runs["done"] & (runs["steps"] == steps)] if len(runs) else runs
+            have |= set(zip(done["env"], done["seed"].astype(int)))
+        if wanted <= have:
             return []
         raise
 
@@ -267,9 +312,10 @@ def _canonical(label: str, planned: list[RunConfig], err: TextIO) -> str:
 
 
 def _print_plan(out: TextIO, suite: str, source: str, steps: int, wanted, sides, config: dict,
-                units: list[list[RunConfig]], jobs: int, detail: bool = False) -> None:
-    """What exists and what runs, per side (``detail``: every run, with where it would start), and
-    the wall-time estimate of the runs to run, by the sweep's model (``estimated_minutes``)."""
+                units: list[list[RunConfig]], jobs: int, root: Path, home: Path, detail: bool = False) -> None:
+    """What exists and what runs, per side (``detail``: every run, with where it would start or where
+    it exists), where compare's runs go, and the wall-time estimate of the runs to run, by the
+    sweep's model (``estimated_minutes``)."""
     envs = sorted({e for e, _ in wanted})
     seeds = sorted({s for _, s in wanted})
     print(f"compare plan: suite {suite}, protocol from {source}", file=out)
@@ -279,6 +325,8 @@ def _print_plan(out: TextIO, suite: str, source: str, steps: int, wanted, sides,
     if config.get("device"):
         details.append(f"device {config['device']}")
     print(f"  {', '.join(details)}; environments {', '.join(envs)}; seeds {', '.join(map(str, seeds))}", file=out)
+    print(f"  compare's runs: {home} (done runs in {root / suite} are used where they are this protocol; "
+          f"compare writes no run there)", file=out)
     for name, (label, planned, exists, todo) in zip(("X", "Y"), sides):
         starts = {r.run_id: run_start(r) for r in todo}
         resumes = sum(step is not None for step, _ in starts.values())
@@ -288,7 +336,7 @@ def _print_plan(out: TextIO, suite: str, source: str, steps: int, wanted, sides,
             todo_at = {(r.env, r.seed): r for r in todo}
             for env, seed in sorted(wanted):
                 run = todo_at.get((env, seed))
-                what = starts[run.run_id][1] if run is not None else "done (exists)"
+                what = starts[run.run_id][1] if run is not None else f"done (exists in {exists[(env, seed)][1]})"
                 print(f"    {suite}/{env}/{label}/seed{seed}: {what}", file=out)
             continue
         for r in todo[:20]:

@@ -418,6 +418,8 @@ def test_compare_runs_the_missing_candidate_runs_with_the_baselines_protocol(tmp
     c = run_compare("ppo_clip+clip_eps=.3", "ppo_clip", "mujoco", tmp_path, jobs=1, reps=REPS, out=out, err=err,
                     executor=executor)
     assert "stored as ppo_clip+clip_eps=0.3" in err.getvalue()
+    home = tmp_path / "compare" / "steps=4096+eval_every=4096+eval_episodes=5+device=cpu"   # compare's own runs
+    assert {r.results_dir for r in planned} == {str(home)}
     assert sorted((r.env, r.seed, r.steps, r.label) for r in planned) == [
         ("Hopper-v5", 0, 4096, "ppo_clip+clip_eps=0.3"), ("Hopper-v5", 1, 4096, "ppo_clip+clip_eps=0.3"),
         ("InvertedPendulum-v5", 0, 4096, "ppo_clip+clip_eps=0.3"), ("InvertedPendulum-v5", 1, 4096, "ppo_clip+clip_eps=0.3")]
@@ -434,12 +436,14 @@ def test_compare_runs_the_missing_candidate_runs_with_the_baselines_protocol(tmp
         ("ppo_clip", "Hopper-v5", 2), ("ppo_clip", "InvertedPendulum-v5", 2),
         ("ppo_clip+clip_eps=0.3", "Hopper-v5", 2), ("ppo_clip+clip_eps=0.3", "InvertedPendulum-v5", 2)]
     assert c.seeds == 3
-    # extending to seed 5 would overwrite the run of another budget: refused before anything runs
+    # extending to seed 5 runs compare's own seed 5 and leaves the run of another budget where it is
+    other = tmp_path / "mujoco" / "Hopper-v5" / "ppo_clip" / "seed5"
+    before = snapshot(other)
     planned.clear()
-    with pytest.raises(AnalysisError, match="another budget"):
-        run_compare("ppo_clip+clip_eps=0.3", "ppo_clip", "mujoco", tmp_path, seeds=6, reps=REPS, out=out, err=err,
+    c = run_compare("ppo_clip+clip_eps=0.3", "ppo_clip", "mujoco", tmp_path, seeds=6, reps=REPS, out=out, err=err,
                     executor=executor)
-    assert planned == []
+    assert sorted({r.seed for r in planned}) == [3, 4, 5] and len(planned) == 12 and c.seeds == 6
+    assert {r.results_dir for r in planned} == {str(home)} and snapshot(other) == before
 
 
 # ---------------------------------------------------------------------------------------
@@ -511,13 +515,21 @@ def test_bad_input(tmp_path, capsys):
     assert "no completed runs" in _error(capsys)
 
 
-def test_compare_refuses_to_overwrite_a_candidate_run_of_another_budget(tmp_path, capsys):
-    constant_setting(tmp_path, "ppo_clip", {"Hopper-v5": 100.0}, seeds=2, steps=4096)
+def test_compare_refuses_to_overwrite_a_done_run_of_another_protocol_in_its_folder(tmp_path, capsys):
+    for run in resolved_runs(tmp_path, "ppo_clip", ["Hopper-v5"], 2, 4096):
+        write_resolved_run(run, [100.0] * 110)
+    # the candidate's run of another budget in the sweep's folder is not compare's: left alone
     write_run(tmp_path, "Hopper-v5", "ppo_clip+clip_eps=0.3", 0, [5.0] * 110, steps=2048)
+    # compare's own run of the candidate, made before a default changed (lr): not overwritten
+    home = tmp_path / "compare" / "steps=4096+eval_every=4096+eval_episodes=5+device=cpu"
+    (run, _) = resolved_runs(home, "ppo_clip+clip_eps=0.3", ["Hopper-v5"], 2, 4096)
+    write_resolved_run(dataclasses.replace(run, algo_cfg={**run.algo_cfg, "lr": 1e-4}), [5.0] * 110)
     before = snapshot(tmp_path)
-    assert compare_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip",
-                          f"results_dir={tmp_path}"]) == 2
-    assert "at another budget" in _error(capsys)
+    assert compare_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip", "env=Hopper-v5",
+                         "seeds=2", "steps=4096", "eval_every=4096", "eval_episodes=5", f"results_dir={tmp_path}"]) == 2
+    message = _error(capsys)
+    assert "already has a done run at another protocol" in message and str(home) in message
+    assert "algo.lr 0.0001, not 0.0003" in message and "compare never overwrites a done run" in message
     assert snapshot(tmp_path) == before
 
 
@@ -697,7 +709,8 @@ def test_compare_runs_real_training_runs(tmp_path, capsys):
     assert "verdict:" in out and "InvertedPendulum-v5" in out
     from core.results import is_done
     for seed in (0, 1):
-        run = tmp_path / "mujoco" / "InvertedPendulum-v5" / "ppo_clip+num_epochs=1+num_steps=256" / f"seed{seed}"
+        run = (tmp_path / "compare" / "steps=512+eval_every=512+eval_episodes=5+device=cpu" / "mujoco"
+               / "InvertedPendulum-v5" / "ppo_clip+num_epochs=1+num_steps=256" / f"seed{seed}")
         assert is_done(run)
         assert json.loads((run / "run.json").read_text())["config"]["steps"] == 512
 

@@ -19,7 +19,7 @@ import pytest
 import algos
 from algos.ppo_clip import PPOClip, PPOClipConfig
 from analysis.synthetic import write_random_cache, write_run
-from core.results import REPO_ROOT, algorithm_source
+from core.results import REPO_ROOT, algorithm_source, is_done
 from harness.compare import main as compare_main, plan_label, run_compare
 
 REPS = 300
@@ -186,30 +186,73 @@ def test_sweep_keys_plan_both_sides_as_a_sweep(root):
     keys = {"scale": "smoke", "env": ENV, "steps": "2048"}
     c = run_compare("ppo_clip+clip_eps=.3", "ppo_clip", "mujoco", root, jobs=1, seeds=2, reps=REPS, out=out, err=err,
                     executor=fake_executor(log), protocol=keys)
-    # exactly the runs of ./run_all.sh suite=mujoco algo=ppo_clip scale=smoke env=... steps=2048 seeds=2 (+ algo.clip_eps)
+    # exactly the runs of ./run_all.sh suite=mujoco algo=ppo_clip scale=smoke env=... steps=2048 seeds=2 (+ algo.clip_eps),
+    # kept in compare's own folder for that protocol
+    home = root / "compare" / "steps=2048+eval_every=2048+eval_episodes=2+device=cpu"
     for label, extra in (("ppo_clip+clip_eps=0.3", ["algo.clip_eps=.3"]), ("ppo_clip", [])):
         top, a, s = split_args(["suite=mujoco", "algo=ppo_clip", "scale=smoke", f"env={ENV}", "steps=2048", "seeds=2",
                                 f"results_dir={root}"] + extra)
         sweep = plan_runs(parse_sweep(top), a, s)
         mine = [r for r in log if r.label == label]
-        assert [dataclasses.replace(r, threads=1) for r in mine] == sweep
+        assert [dataclasses.replace(r, threads=1) for r in mine] == [dataclasses.replace(r, results_dir=str(home))
+                                                                     for r in sweep]
     text = out.getvalue()
     assert "protocol from the sweep keys scale=smoke" in text and "2,048 steps" in text
+    assert f"compare's runs: {home}" in text
     assert text.count("0 of 2 run(s) exist, 2 to run") == 2
     assert f"run mujoco/{ENV}/ppo_clip+clip_eps=0.3/seed0" in text and f"run mujoco/{ENV}/ppo_clip/seed1" in text
     assert c.verdict == "better" and c.candidate == "ppo_clip+clip_eps=0.3" and c.steps == 2048
+    assert not (root / "mujoco" / ENV).exists()          # nothing in a sweep's folder
     # again, through the command line: everything exists, nothing runs
     log.clear()
     assert compare_main(["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip", "scale=smoke",
                          f"env={ENV}", "steps=2048", "seeds=2", f"results_dir={root}", f"reps={REPS}"]) == 0
     assert log == []
-    # at another budget the stored runs are not that protocol: refused, nothing overwritten
+    # at another budget: another folder of compare's own; the runs at 2048 are left as they are
     before = snapshot(root)
-    with pytest.raises(Exception, match="another budget") as info:
-        run_compare("ppo_clip+clip_eps=0.3", "ppo_clip", "mujoco", root, seeds=2, reps=REPS, out=out, err=err,
+    c = run_compare("ppo_clip+clip_eps=0.3", "ppo_clip", "mujoco", root, seeds=2, reps=REPS, out=out, err=err,
                     executor=fake_executor(log), protocol={**keys, "steps": "4096"})
-    assert "steps 2048, not 4096" in str(info.value)
-    assert log == [] and snapshot(root) == before
+    assert c.steps == 4096 and len(log) == 4
+    assert {Path(r.results_dir).name for r in log} == {"steps=4096+eval_every=2048+eval_episodes=2+device=cpu"}
+    assert {k: v for k, v in snapshot(root).items() if k in before} == before
+
+
+def test_the_readmes_order_a_smoke_sweep_then_compare_at_another_budget_and_at_its_own(tmp_path, capsys):
+    # issue 30: after the README's smoke sweep, its compare command exited 2 ("ppo_clip already has a
+    # done run at another budget ... use another results_dir"). compare keeps its runs in
+    # <results_dir>/compare/<protocol>/ and uses a sweep's done runs where they are its protocol.
+    from harness import cli
+    from tests.helpers import TINY
+    root = tmp_path / "results"
+    base, cand = "ppo_clip+num_epochs=2+num_steps=256", "ppo_clip+clip_eps=0.3+num_epochs=2+num_steps=256"
+    assert cli.main(["suite=mujoco", "algo=ppo_clip", "scale=smoke", f"env={ENV}", "seeds=2", "steps=512", "jobs=1",
+                     "report=false", f"results_dir={root}", *TINY]) == 0
+    write_random_cache(root, {ENV: 5.0})
+    swept = snapshot(root / "mujoco")
+    compare = ["compare", f"candidate={cand}", f"baseline={base}", f"env={ENV}", f"results_dir={root}", "jobs=1",
+               f"reps={REPS}"]
+    capsys.readouterr()
+    # the README's compare at another budget (scale=quick): planned, not refused
+    assert cli.main([*compare, "scale=quick", "seeds=2", "plan=true"]) == 0
+    out = capsys.readouterr().out
+    assert f"compare's runs: {root / 'compare' / 'steps=50000+eval_every=25000+eval_episodes=5+device=cpu'}" in out
+    assert out.count("0 of 2 run(s) exist") == 2 and not (root / "compare").exists()
+    # at the smoke sweep's protocol: the sweep's baseline runs are used as they are; the candidate runs
+    assert cli.main([*compare, "scale=smoke", "steps=512", "seeds=2"]) in (0, 1, 3, 4)
+    out = capsys.readouterr().out
+    assert f"Y = {base}: 2 of 2 run(s) exist" in out and "verdict:" in out
+    home = root / "compare" / "steps=512+eval_every=2048+eval_episodes=2+device=cpu"
+    assert sorted(p.parent.name for p in home.rglob("run.json")) == ["seed0", "seed1"]
+    assert all(is_done(p.parent) for p in home.rglob("run.json"))
+    # and at another budget, run for real: both sides in a folder of their own
+    assert cli.main([*compare, "scale=smoke", "steps=256", "seeds=1"]) in (0, 1, 3, 4)
+    assert "verdict:" in capsys.readouterr().out
+    other = root / "compare" / "steps=256+eval_every=2048+eval_episodes=2+device=cpu" / "mujoco" / ENV
+    assert is_done(other / base / "seed0") and is_done(other / cand / "seed0")
+    assert snapshot(root / "mujoco") == swept            # the sweep's folder: not a byte changed
+    # a report of the folder reads the sweep's runs only (compare's folder is not a suite)
+    from analysis.load import load_results
+    assert set(load_results(root).runs["path"]) == {str(root / "mujoco" / ENV / base / f"seed{k}") for k in (0, 1)}
 
 
 def test_without_sweep_keys_the_baseline_runs_fix_the_protocol(root, capsys):

@@ -136,6 +136,10 @@ def test_a_plan_with_an_archive_names_what_it_holds_and_what_resumes_from_it(tem
 def test_compare_plan_says_which_runs_exist_resume_or_are_new_and_writes_nothing(template, tmp_path, capsys):
     root = tmp_path / "results"
     shutil.copytree(template, root)
+    # the sweep's seed 0 is done at compare's protocol: used as it is. Compare resumes only its own
+    # runs (its folder), never a sweep's: here its seed 1 was interrupted as the sweep's was.
+    home = root / "compare" / "steps=1024+eval_every=1024+eval_episodes=1+device=cpu"
+    shutil.copytree(root / run_id(1), home / run_id(1))
     candidate = "ppo_clip+clip_eps=0.3+num_epochs=2+num_steps=256"
     args = ["compare", f"candidate={candidate}", f"baseline={LABEL}", f"env={ENV}", "steps=1024", "eval_every=1024",
             "eval_episodes=1", "seeds=3", "plan=true"]
@@ -144,12 +148,13 @@ def test_compare_plan_says_which_runs_exist_resume_or_are_new_and_writes_nothing
     assert cli.main([*args, f"results_dir={root}"]) == 0
     out = capsys.readouterr().out
     assert tree(tmp_path) == before
+    assert f"compare's runs: {home}" in out
     assert f"X = {candidate}: 0 of 3 run(s) exist, 3 to run" in out
     assert f"Y = {LABEL}: 1 of 3 run(s) exist, 2 to run (1 resume from a checkpoint)" in out
     got = statuses(out)
     assert [got[f"mujoco/{ENV}/{candidate}/seed{s}"] for s in range(3)] == ["new"] * 3
     assert [got[run_id(s)] for s in range(3)] == [
-        "done (exists)", "resumes from step 256 (update 1, its checkpoint)", "new"]
+        "done (exists in results_dir)", "resumes from step 256 (update 1, its checkpoint)", "new"]
     assert re.search(r"5 run\(s\) to run in \d+ process\(es\).*; estimated time: ~\d+ min with jobs=\d+", out)
     assert "plan=true: nothing was run or written" in out
     # where results_dir does not exist yet, nothing is made; bad input is still exit 2
