@@ -321,17 +321,16 @@ def _print_plan(out: TextIO, suite: str, source: str, steps: int, wanted, sides,
     print(f"compare plan: suite {suite}, protocol from {source}", file=out)
     details = [f"{steps:,} steps"]
     if config.get("eval_every"):
-        details.append(f"evaluation every {int(config['eval_every']):,} steps over {config.get('eval_episodes')} episode(s)")
+        details.append(evaluations(steps, int(config["eval_every"]), config.get("eval_episodes")))
     if config.get("device"):
         details.append(f"device {config['device']}")
-    print(f"  {', '.join(details)}; environments {', '.join(envs)}; seeds {', '.join(map(str, seeds))}", file=out)
+    print(f"  {'; '.join(details)}; environments {', '.join(envs)}; seeds {', '.join(map(str, seeds))}", file=out)
     print(f"  compare's runs: {home} (done runs in {root / suite} are used where they are this protocol; "
           f"compare writes no run there)", file=out)
     for name, (label, planned, exists, todo) in zip(("X", "Y"), sides):
         starts = {r.run_id: run_start(r) for r in todo}
-        resumes = sum(step is not None for step, _ in starts.values())
-        print(f"  {name} = {label}: {len(exists)} of {len(wanted)} run(s) exist, {len(todo)} to run"
-              + (f" ({resumes} resume from a checkpoint)" if resumes else ""), file=out)
+        print(f"  {name} = {label}: {counts(len(exists), len(wanted), [step for step, _ in starts.values()])}",
+              file=out)
         if detail:
             todo_at = {(r.env, r.seed): r for r in todo}
             for env, seed in sorted(wanted):
@@ -350,6 +349,30 @@ def _print_plan(out: TextIO, suite: str, source: str, steps: int, wanted, sides,
               + f"; estimated time: ~{estimated_minutes(suite, units, min(jobs, len(units))):.0f} min with "
               f"jobs={min(jobs, len(units))}, {units[0][0].threads} torch thread{'s' if units[0][0].threads > 1 else ''} "
               f"per process", file=out)
+
+
+def evaluations(steps: int, eval_every: int, episodes) -> str:
+    """What a run of ``steps`` evaluating every ``eval_every`` steps does (``harness/train.py``): an
+    evaluation at step 0, one at the first update past each multiple of ``eval_every`` while it
+    trains, and one at the end."""
+    if eval_every >= steps:
+        return (f"evaluated at step 0 and at the end only"
+                + (f" (eval_every={eval_every:,} is past the budget)" if eval_every > steps else "")
+                + f", {episodes} episode(s) each")
+    return f"evaluated at step 0, after every {eval_every:,} steps and at the end, {episodes} episode(s) each"
+
+
+def counts(exist: int, wanted: int, starts: list[int | None]) -> str:
+    """``k of n run(s) exist, m resume (from step ...), r new``: ``starts`` holds the step each run to
+    run resumes from (None: it starts from step 0)."""
+    steps = sorted({s for s in starts if s is not None})
+    resumes = sum(s is not None for s in starts)
+    where = ""
+    if steps:
+        where = (f" (from step {steps[0]:,})" if len(steps) == 1
+                 else f" (from steps {', '.join(f'{s:,}' for s in steps)})" if len(steps) <= 4
+                 else f" (from steps {steps[0]:,} to {steps[-1]:,})")
+    return f"{exist} of {wanted} run(s) exist, {resumes} resume{where}, {len(starts) - resumes} new"
 
 
 def _processes(todo: list[RunConfig], jobs: int | None, threads: int | None) -> tuple[list[list[RunConfig]], int]:

@@ -199,7 +199,7 @@ def test_sweep_keys_plan_both_sides_as_a_sweep(root):
     text = out.getvalue()
     assert "protocol from the sweep keys scale=smoke" in text and "2,048 steps" in text
     assert f"compare's runs: {home}" in text
-    assert text.count("0 of 2 run(s) exist, 2 to run") == 2
+    assert text.count("0 of 2 run(s) exist, 0 resume, 2 new") == 2
     assert f"run mujoco/{ENV}/ppo_clip+clip_eps=0.3/seed0" in text and f"run mujoco/{ENV}/ppo_clip/seed1" in text
     assert c.verdict == "better" and c.candidate == "ppo_clip+clip_eps=0.3" and c.steps == 2048
     assert not (root / "mujoco" / ENV).exists()          # nothing in a sweep's folder

@@ -2,6 +2,7 @@
 estimate, checked as a real sweep checks its input, with nothing run or written."""
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.load import AnalysisError
 from core.results import is_done
 from harness import cli
 from helpers import TINY, plan
@@ -149,8 +151,9 @@ def test_compare_plan_says_which_runs_exist_resume_or_are_new_and_writes_nothing
     out = capsys.readouterr().out
     assert tree(tmp_path) == before
     assert f"compare's runs: {home}" in out
-    assert f"X = {candidate}: 0 of 3 run(s) exist, 3 to run" in out
-    assert f"Y = {LABEL}: 1 of 3 run(s) exist, 2 to run (1 resume from a checkpoint)" in out
+    assert f"X = {candidate}: 0 of 3 run(s) exist, 0 resume, 3 new" in out
+    assert f"Y = {LABEL}: 1 of 3 run(s) exist, 1 resume (from step 256), 1 new" in out
+    assert "1,024 steps; evaluated at step 0 and at the end only, 1 episode(s) each; device cpu" in out
     got = statuses(out)
     assert [got[f"mujoco/{ENV}/{candidate}/seed{s}"] for s in range(3)] == ["new"] * 3
     assert [got[run_id(s)] for s in range(3)] == [
@@ -162,3 +165,33 @@ def test_compare_plan_says_which_runs_exist_resume_or_are_new_and_writes_nothing
     assert not (tmp_path / "none").exists()
     assert cli.main([*args, f"results_dir={tmp_path / 'none'}", "jobs=abc"]) == 2
     assert tree(tmp_path) == before
+
+    # without plan=true the same counts (issue 30: it said "0 of 3 exist, 3 to run" of runs that resume)
+    from harness.compare import run_compare
+    ran = []
+
+    def executor(runs, jobs):        # stands in for run_local: the plan is what is checked here
+        ran.extend(runs)
+        return [{"run_id": r.run_id, "status": "failed", "error": "not run in this test"} for r in runs]
+    out = io.StringIO()
+    with pytest.raises(AnalysisError, match="failed"):
+        run_compare(candidate, LABEL, "mujoco", root, seeds=3, out=out, err=io.StringIO(), executor=executor,
+                    protocol={"env": ENV, "steps": 1024, "eval_every": 1024, "eval_episodes": 1})
+    text = out.getvalue()
+    assert f"Y = {LABEL}: 1 of 3 run(s) exist, 1 resume (from step 256), 1 new" in text
+    assert f"    run {run_id(1)}: resumes from step 256 (update 1, its checkpoint)" in text
+    assert f"    run {run_id(2)}: new" in text and len(ran) == 5
+
+
+def test_compare_says_what_evaluations_its_runs_will_do(tmp_path, capsys):
+    # issue 30: "evaluation every 100,000 steps" for a 50,000-step budget (the paper scale's eval_every)
+    args = ["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip", f"env={ENV}", "seeds=1",
+            f"results_dir={tmp_path / 'r'}", "plan=true"]
+    assert cli.main([*args, "steps=50000"]) == 0
+    out = capsys.readouterr().out
+    assert ("50,000 steps; evaluated at step 0 and at the end only (eval_every=100,000 is past the budget), "
+            "10 episode(s) each") in out and "every 100,000" not in out
+    assert cli.main([*args, "scale=quick"]) == 0
+    assert ("50,000 steps; evaluated at step 0, after every 25,000 steps and at the end, 5 episode(s) each"
+            in capsys.readouterr().out)
+    assert list(tmp_path.iterdir()) == []
