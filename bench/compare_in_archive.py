@@ -48,10 +48,14 @@ def main(argv: list[str] | None = None) -> int:
         candidate, baseline = pair.split(":")
         c = compare_scores(scores, candidate, baseline, random, suite=suite, steps=summary.budgets[suite])
         print(format_comparison(c), end="\n\n")
-        (d, lo, hi), (p, plo, phi) = c.aggregate_diff, c.poi
-        rows.append(f"| {candidate} vs {baseline} | {len(c.envs)} × {c.seeds} | {c.aggregate_mean_x:.2f} | "
-                    f"{c.aggregate_mean_y:.2f} | {d:+.2f} [{lo:+.2f}, {hi:+.2f}] | {p:.2f} [{plo:.2f}, {phi:.2f}] "
-                    f"| {c.verdict} |")
+        p, plo, phi = c.poi
+        if c.aggregate_diff is None:
+            means, diff = "n/a | n/a", "n/a"
+        else:
+            d, lo, hi = c.aggregate_diff
+            means, diff = f"{c.aggregate_mean_x:.2f} | {c.aggregate_mean_y:.2f}", f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+        rows.append(f"| {candidate} vs {baseline} | {len(c.envs)} × {c.seeds} | {means} | {diff} | "
+                    f"{p:.2f} [{plo:.2f}, {phi:.2f}] | {c.verdict} |")
     if args.markdown:
         print("| X vs Y | envs × seeds | X normalised | Y normalised | X − Y [95% CI] | P(X > Y) [95% CI] | verdict |")
         print("|---|---:|---:|---:|---:|---:|---|")
