@@ -2,7 +2,7 @@
 
 Exit codes: 0 all runs done; 1 some run failed; 2 bad input or an unusable results folder
 (nothing written); 3 none failed, but some runs are being run by another sweep (their lock
-is held elsewhere) and were skipped here.
+is held elsewhere) and were skipped here; 130 interrupted (Ctrl-C).
 """
 from __future__ import annotations
 
@@ -62,7 +62,16 @@ USAGE = """usage: ./run_all.sh [key=value ...]
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """The command line; Ctrl-C (SIGINT to the process group, or to this process alone) is one line,
+    ``error: interrupted``, and exit 130, the runs left as their last checkpoint left them."""
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help", "help"):
         return _help(argv[1:])
     if argv and argv[0] == "compare":   # runs what either side is missing, then analysis compares

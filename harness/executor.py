@@ -15,6 +15,12 @@ A run that raises or produces NaN fails inside ``train`` (``run.json`` says so, 
 error) and the others carry on. A worker dies with the driver (Linux ``PR_SET_PDEATHSIG``;
 elsewhere it exits at its next progress report), so a killed driver leaves no orphan
 writing into a run folder, and the same command started again runs only what is unfinished.
+
+An interrupt (Ctrl-C: SIGINT to the process group, or to the driver alone) stops the sweep: the
+driver kills its workers and starts no attempt after that (a worker it killed is not a worker
+that died), so every run is left as its last checkpoint left it, as when the group is
+interrupted; the ``KeyboardInterrupt`` goes on to the command, which says ``error: interrupted``
+and exits 130.
 """
 from __future__ import annotations
 
@@ -40,6 +46,10 @@ RUNNING_ELSEWHERE = "running elsewhere"
 
 class WorkerDied(RuntimeError):
     """The worker of an attempt ended without reporting a result."""
+
+
+class Stopped(WorkerDied):
+    """The sweep was interrupted: the backend starts no attempt any more."""
 
 
 def summarize(record: dict) -> dict:
@@ -69,15 +79,16 @@ def run_sweep(runs: list[RunConfig], backend, max_in_flight: int, retries: int =
     events: queue.Queue = queue.Queue()
     todo = iter(list(units))
     todo_lock = threading.Lock()
+    stopping = threading.Event()     # set on an interrupt: no new unit, attempt or retry
 
     def slot() -> None:
-        while True:
+        while not stopping.is_set():
             with todo_lock:
                 unit = next(todo, None)
             if unit is None:
                 return
             try:
-                _drive(unit, backend, retries, events)
+                _drive(unit, backend, retries, events, stopping)
             except BaseException as exc:  # a bug in the driver: report it, keep the sweep going
                 for run in unit:
                     events.put(("outcome", run, {"run_id": run.run_id, "status": "failed", "attempts": 0,
@@ -103,7 +114,16 @@ def run_sweep(runs: list[RunConfig], backend, max_in_flight: int, retries: int =
                 results[run.run_id] = value
                 bar.set_postfix_str(f"{len(results)}/{len(runs)} runs")
     except BaseException:
-        backend.shutdown()  # Ctrl-C: stop the workers; their runs resume next time
+        # Ctrl-C: stop the workers and start none again (their runs resume next time, from the
+        # checkpoint they have now); a second Ctrl-C does not cut this short
+        previous = _ignore_sigint()
+        try:
+            stopping.set()
+            backend.shutdown()
+            for t in threads:
+                t.join(timeout=5)
+        finally:
+            _restore_sigint(previous)
         raise
     finally:
         bar.close()
@@ -112,10 +132,25 @@ def run_sweep(runs: list[RunConfig], backend, max_in_flight: int, retries: int =
     return [results[r.run_id] for r in runs]
 
 
-def _drive(unit: list[RunConfig], backend, retries: int, events: queue.Queue) -> None:
+def _ignore_sigint():
+    """Ignore SIGINT (in the main thread, where Python handles it); returns the handler it replaced."""
+    if threading.current_thread() is threading.main_thread():
+        return signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return None
+
+
+def _restore_sigint(previous) -> None:
+    if previous is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, previous)
+
+
+def _drive(unit: list[RunConfig], backend, retries: int, events: queue.Queue,
+           stopping: threading.Event | None = None) -> None:
     """Train the runs of ``unit`` in one worker at a time, each run under its lock; a worker that
     dies is replaced (its runs resume from their checkpoints) up to ``retries`` times. Puts one
-    ``("outcome", run, outcome)`` event per run."""
+    ``("outcome", run, outcome)`` event per run. Once ``stopping`` is set (an interrupt), a worker
+    that ends is not replaced and no run is marked: they stay as their last checkpoint left them."""
+    stopping = stopping or threading.Event()
     base = {"status": "failed", "error": None, "attempts": 0, "resumed_from": None}
     locks, pending = [], []
     try:
@@ -132,7 +167,7 @@ def _drive(unit: list[RunConfig], backend, retries: int, events: queue.Queue) ->
                 pending.append(run)
         deaths = []
         for attempt in range(1, retries + 2):
-            if not pending:
+            if not pending or stopping.is_set():
                 return
             reported = set()
             try:
@@ -147,6 +182,8 @@ def _drive(unit: list[RunConfig], backend, retries: int, events: queue.Queue) ->
                     raise WorkerDied("the worker ended without a result")
                 pending = []
             except WorkerDied as exc:
+                if stopping.is_set() or isinstance(exc, Stopped):   # killed by the interrupt, not dead
+                    return
                 deaths.append(str(exc))
                 pending = [r for i, r in enumerate(pending) if i not in reported]
         error = f"worker died {len(deaths)} times: {'; '.join(deaths)}"
@@ -208,6 +245,8 @@ def _local_worker(runs: list[RunConfig], conn) -> None:
         for i, run in enumerate(runs):
             send(("result", i, {"run_id": run.run_id, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
                                 "resumed_from": None}))
+    except KeyboardInterrupt:  # Ctrl-C reached the whole group: stop as a kill stops it, quietly (the driver says it)
+        os._exit(130)
     finally:
         conn.close()
 
@@ -231,12 +270,17 @@ class LocalBackend:
         self._ctx = _context()
         self._procs: set = set()
         self._procs_lock = threading.Lock()
+        self._closed = False
 
     def attempt(self, runs: list[RunConfig]) -> Iterator[tuple[str, int, Any]]:
         reader, writer = self._ctx.Pipe(duplex=False)
         proc = self._ctx.Process(target=_local_worker, args=(runs, writer), daemon=True,
                                  name=f"pg-arena {runs[0].run_id}" + (f" +{len(runs) - 1}" if len(runs) > 1 else ""))
         with self._procs_lock:
+            if self._closed:     # shut down (interrupted): no new worker
+                reader.close()
+                writer.close()
+                raise Stopped("the sweep was interrupted")
             proc.start()
             self._procs.add(proc)
         writer.close()
@@ -259,6 +303,7 @@ class LocalBackend:
 
     def shutdown(self) -> None:
         with self._procs_lock:
+            self._closed = True
             for proc in list(self._procs):
                 if proc.is_alive():
                     proc.kill()

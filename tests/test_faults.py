@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,43 @@ def test_killed_driver_restarted_runs_only_the_unfinished_runs(tmp_path):
     assert record(runs[2].run_dir)["resumed_from"] is None
     for run in runs:
         assert is_done(run.run_dir) and _updates(run.run_dir) == list(range(1, 7))
+
+
+@pytest.mark.parametrize("to", ["group", "driver"])
+def test_ctrl_c_is_one_line_and_leaves_each_run_at_its_checkpoint(tmp_path, to):
+    """SIGINT to the process group (Ctrl-C in a terminal) or to the driver alone (issue 30: a double
+    KeyboardInterrupt traceback, and workers started again after the driver had killed them): one
+    line, exit 130, no attempt after the interrupt, each run as its last checkpoint left it."""
+    import re
+    import signal
+    args = tiny_words(tmp_path, steps=51200, seeds=2, jobs=2, checkpoint_every=1, batch_runs=1, report="false")
+    runs = plan_tiny(tmp_path, steps=51200, seeds=2)
+    sweep = cli(args, start_new_session=True)      # its own process group, as a terminal's job
+    try:
+        workers = [wait_for(lambda r=r: checkpointed_pid(r.run_dir), 90, f"a checkpoint of {r.run_id}", sweep)
+                   for r in runs]
+        if to == "group":
+            os.killpg(sweep.pid, signal.SIGINT)
+        else:
+            os.kill(sweep.pid, signal.SIGINT)
+        out, err = sweep.communicate(timeout=60)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.communicate()
+    lines = [line for line in re.split(r"[\r\n]", err) if line.strip() and "step/s" not in line]
+    assert sweep.returncode == 130 and lines[-1] == "error: interrupted", err[-3000:]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    for pid in workers:
+        wait_for(lambda pid=pid: not pid_alive(pid), 10, f"worker {pid} to end")
+    left = {r.run_id: ((r.run_dir / "checkpoint.pt").read_bytes(), (r.run_dir / "run.json").read_bytes()) for r in runs}
+    for run in runs:
+        rec = record(run.run_dir)
+        assert rec["status"] == "running" and not rec.get("resumes") and rec.get("resumed_from") is None, rec
+        assert (run.run_dir / "checkpoint.pt").exists() and not is_done(run.run_dir)
+    time.sleep(1.0)      # no worker started after the interrupt writes anything now
+    assert {r.run_id: ((r.run_dir / "checkpoint.pt").read_bytes(), (r.run_dir / "run.json").read_bytes())
+            for r in runs} == left
 
 
 def test_a_killed_stack_resumes_every_run_to_the_numbers_of_one_never_killed(tmp_path):
