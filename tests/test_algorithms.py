@@ -376,6 +376,19 @@ def test_dapo_has_no_length_penalty_on_control_suites(suite_name):
     torch.testing.assert_close(algo.shaped_scores(batch), batch.scores)
 
 
+@pytest.mark.parametrize("suite_name,has_sft_model", [("mujoco", False), ("atari", False), ("llm_toy", True)])
+@pytest.mark.parametrize("name", ["grpo", "rloo"])
+def test_group_algorithms_pay_a_kl_only_toward_an_sft_model(suite_name, has_sft_model, name):
+    """The KL penalty of GRPO (DeepSeekMath) and RLOO (TRL) is toward the SFT model. A control suite
+    has none: its reference would be a frozen copy of the untrained network, so there is no KL term
+    and no reference policy there; on the LLM suite both stay."""
+    import suites
+    cls = algos.get(name)
+    cfg = cls.Config(**suites.get(suite_name).defaults_for(cls))
+    assert cls.needs(cfg).reference == has_sft_model
+    assert (cfg.kl_coef > 0) == has_sft_model
+
+
 # --------------------------------------------------------------------------------------
 # the objectives' values against the formulas (computed before any step is taken)
 

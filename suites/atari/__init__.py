@@ -191,7 +191,8 @@ class AtariSuite(Suite):
                  "num_epochs": 3,           # Table 5
                  "num_minibatches": 8,      # one game per minibatch
                  "clip_eps": 0.1,           # Table 5
-                 "max_grad_norm": 0.5},     # ppo2
+                 "max_grad_norm": 0.5,      # ppo2
+                 "kl_coef": 0.0},           # no reference policy: no SFT model here (as MuJoCo; docs/BENCHMARKS.md)
         "dapo": {"group_size": 8, "num_groups": 1, "gamma": 0.99,
                  "lr": 2.5e-4, "num_epochs": 3, "num_minibatches": 8, "max_grad_norm": 0.5,  # as grpo above
                  # DAPO's clip_eps_low 0.2 / clip_eps_high 0.28 kept (its defining asymmetry). Overlong
@@ -201,7 +202,8 @@ class AtariSuite(Suite):
                  "num_groups": 2,           # 8 games per batch, as grpo
                  "gamma": 0.99,
                  "lr": 2.5e-4,              # Table 5
-                 "max_grad_norm": 0.5},     # ppo2
+                 "max_grad_norm": 0.5,      # ppo2
+                 "kl_coef": 0.0},           # no reference policy: no SFT model here (as MuJoCo; docs/BENCHMARKS.md)
     }
     # The code-level options of CleanRL's ppo_atari_envpool.py (its defaults), behind CleanRL's
     # published Atari numbers (CleanRL's docs, https://docs.cleanrl.dev/rl-algorithms/ppo/,
