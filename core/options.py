@@ -3,7 +3,8 @@ defaults and the ``report`` / ``compare`` commands."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import difflib
+from typing import Any, Iterable
 
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
@@ -18,6 +19,14 @@ def format_value(value: Any) -> str:
     if value is None:
         return "none"
     return str(value)
+
+
+def did_you_mean(word: str, choices: Iterable[str], prefix: str = "") -> str:
+    """`` (did you mean seeds?)`` when ``choices`` hold names close to a mistyped ``word``
+    (``difflib.get_close_matches``), else ``""``: what an "unknown key" message puts after the key.
+    ``prefix`` (``algo.``, ``suite.``) is written before each match, not matched."""
+    close = difflib.get_close_matches(word, list(dict.fromkeys(choices)), n=3, cutoff=0.75)
+    return f" (did you mean {' or '.join(prefix + c for c in close)}?)" if close else ""
 
 
 def field_defaults(config_cls: type) -> dict[str, Any]:
@@ -43,7 +52,7 @@ def parse_key_values(command: str, words: list[str], valid: dict[str, type],
             raise error(f"{command}: argument {word!r} is not key=value; valid keys: {', '.join(valid)}")
         key, value = word.split("=", 1)
         if key not in valid:
-            raise error(f"{command}: unknown key {key!r}; valid: {', '.join(valid)}")
+            raise error(f"{command}: unknown key {key!r}{did_you_mean(key, valid)}; valid: {', '.join(valid)}")
         if key in out:
             raise error(f"{command}: {key} given twice")
         if valid[key] is int:

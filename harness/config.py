@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError
-from core.options import format_value
+from core.options import did_you_mean, format_value
 
 
 EXECUTORS = ("local", "ray", "slurm")
@@ -148,15 +148,13 @@ def apply_overrides(cls: type, base: dict[str, Any], overrides: dict[str, str], 
     """Parse ``overrides`` (text) against ``cls``'s fields on top of ``base``; validate by building it."""
     types_ = _field_types(cls)
     merged = dict(base)
+    for key in list(overrides) + list(merged):
+        if key not in types_:
+            raise ConfigError(f"{prefix}{key} is not an option of {owner}"
+                              f"{did_you_mean(key, types_, prefix)}; valid: "
+                              f"{', '.join(prefix + k for k in types_)}")
     for key, text in overrides.items():
-        if key not in types_:
-            raise ConfigError(f"{prefix}{key} is not an option of {owner}; valid: "
-                              f"{', '.join(prefix + k for k in types_)}")
         merged[key] = parse_value(prefix + key, text, types_[key]) if isinstance(text, str) else text
-    for key in merged:
-        if key not in types_:
-            raise ConfigError(f"{prefix}{key} is not an option of {owner}; valid: "
-                              f"{', '.join(prefix + k for k in types_)}")
     try:
         return dataclasses.asdict(cls(**merged))
     except TypeError as exc:
@@ -204,7 +202,8 @@ def parse_sweep(top: dict[str, str]) -> SweepConfig:
     values = {}
     for key, text in top.items():
         if key not in types_:
-            raise ConfigError(f"unknown key {key!r}; valid: {', '.join(types_)}, algo.<option>, suite.<option>")
+            raise ConfigError(f"unknown key {key!r}{did_you_mean(key, [*types_, *ALIASES, *SUITE_SHORTCUTS])}; "
+                              f"valid: {', '.join(types_)}, algo.<option>, suite.<option>")
         values[key] = parse_value(key, text, types_[key])
     sweep = SweepConfig(**values)
     if sweep.device == "auto":  # CUDA when this machine has it, else the CPU (resolved before the runs start)

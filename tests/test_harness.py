@@ -380,6 +380,11 @@ BAD_INPUT = [
     (["algo=ppo_clip", "suite.nope=1"], ["suite.obs_norm"]),
     (["algo=ppo_clip", "jobs=0"], ["jobs"]),
     (["algo=ppo_clip", "positional"], ["key=value"]),
+    # a close match is suggested (issue 30: seed=3 got no "did you mean seeds")
+    (["algo=ppo_clip", "seed=3"], ["unknown key 'seed' (did you mean seeds?); valid:"]),
+    (["algo=ppo_clip", "algo.clip_ep=0.3"], ["algo.clip_ep is not an option of ppo_clip (did you mean algo.clip_eps"]),
+    (["algo=ppo_clip", "suite.obsnorm=false"], ["suite.obsnorm is not an option of suite mujoco (did you mean "
+                                                "suite.obs_norm?); valid:"]),
 ]
 
 
@@ -396,6 +401,24 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, ar
         assert name in lines[0], (name, lines[0])
     assert out == ""
     assert not results.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_keys_suggest_close_matches_in_sweeps_and_compare(tmp_path, capsys):
+    def error(argv) -> str:
+        assert cli.main([*argv, f"results_dir={tmp_path / 'results'}"]) == 2
+        out, err = capsys.readouterr()
+        (line,) = [line for line in err.splitlines() if line.strip()]
+        return line
+    assert "did you mean" not in error(["suite=mujoco", "algo=ppo_clip", "nope=1"])       # nothing close: no guess
+    assert "did you mean" not in error(["suite=mujoco", "algo=ppo_clip", "algo.zzz=1"])
+    compare = ["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip"]
+    assert "compare: unknown key 'seed' (did you mean seeds?); valid:" in error([*compare, "seed=3"])
+    assert "unknown key 'step' (did you mean steps?); valid:" in error([*compare, "step=512"])
+    assert ("algo.clip_ep is not an option of ppo_clip (did you mean algo.clip_eps"
+            in error(["compare", "candidate=ppo_clip+clip_ep=0.3", "baseline=ppo_clip", "scale=smoke"]))
+    assert ("suite.obsnorm is not an option of suite mujoco (did you mean suite.obs_norm?)"
+            in error(["compare", "candidate=ppo_clip+suite.obsnorm=false", "baseline=ppo_clip", "scale=smoke"]))
     assert list(tmp_path.iterdir()) == []
 
 
