@@ -162,15 +162,24 @@ class ResultsDirError(OSError):
     """The results folder cannot take this sweep (no permission, not a folder, no space)."""
 
 
-def check_results_dir(root: Path, num_runs: int) -> None:
-    """Raise ``ResultsDirError`` with a clear message if ``root`` cannot take ``num_runs``
-    runs; writes nothing (the write probe is an unnamed temporary file)."""
+def check_results_folder(root: Path) -> Path:
+    """Raise ``ResultsDirError`` if ``root`` is, or lies under, something that is not a folder (a
+    regular file); returns the nearest folder that exists (``root`` itself, or the ancestor it
+    would be made in). Reads only."""
     root = Path(root)
     probe_dir = root.absolute()
     while not probe_dir.exists():
         probe_dir = probe_dir.parent
     if not probe_dir.is_dir():
         raise ResultsDirError(f"results_dir={root}: {probe_dir} is not a folder")
+    return probe_dir
+
+
+def check_results_dir(root: Path, num_runs: int) -> None:
+    """Raise ``ResultsDirError`` with a clear message if ``root`` cannot take ``num_runs``
+    runs; writes nothing (the write probe is an unnamed temporary file)."""
+    root = Path(root)
+    probe_dir = check_results_folder(root)
     if not os.access(probe_dir, os.W_OK | os.X_OK):
         raise ResultsDirError(f"results_dir={root}: no permission to write in {probe_dir}")
     try:  # os.access passes for root on a read-only mount or under an immutable folder

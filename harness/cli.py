@@ -15,8 +15,8 @@ from harness.config import (ConfigError, estimated_minutes, parse_sweep, plan_ba
                             threads_per_run)
 from harness.executor import RUNNING_ELSEWHERE
 from core.archived import ArchiveError, archived_runs, carried_checkpoint, restore_checkpoint
-from core.results import (ResultsDirError, check_results_dir, comparable_config, done_problem, is_done,
-                          read_run_json)
+from core.results import (ResultsDirError, check_results_dir, check_results_folder, comparable_config, done_problem,
+                          is_done, read_run_json)
 
 USAGE = """usage: ./run_all.sh [key=value ...]
 
@@ -86,6 +86,7 @@ def _main(argv: list[str]) -> int:
     try:
         top, algo_overrides, suite_overrides = split_args(argv)
         sweep = parse_sweep(top)
+        check_results_folder(Path(sweep.results_dir))   # a file there: refused before anything is planned
         runs = plan_runs(sweep, algo_overrides, suite_overrides)
         results_root = Path(sweep.results_dir)
         archived = archived_runs(sweep.archive, sweep.suite) if sweep.archive else {}

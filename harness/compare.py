@@ -43,7 +43,8 @@ from analysis.compare import (Comparison, candidate_overrides, compare_stored, f
                               protocol_error, protocol_settings, refused)
 from analysis.load import AnalysisError, ResultsWarning, load_results
 from core.options import parse_key_values
-from core.results import COMPARE_DIR, ResultsDirError, check_results_dir, is_done, read_run_json
+from core.results import (COMPARE_DIR, ResultsDirError, check_results_dir, check_results_folder, is_done,
+                          read_run_json)
 from harness.config import (ConfigError, RunConfig, SweepConfig, estimated_minutes, parse_sweep, plan_batches,
                             plan_runs, split_args, threads_per_run)
 from harness.plan import run_start
@@ -165,6 +166,10 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
     if candidate == baseline:
         raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")
     root = Path(results_dir)
+    try:   # a results_dir that is a file is refused before anything is planned or printed
+        check_results_folder(root)
+    except ResultsDirError as exc:
+        raise AnalysisError(str(exc)) from None
     protocol = {k: str(v) for k, v in (protocol or {}).items()}
     unknown = sorted(set(protocol) - set(PROTOCOL_KEYS))
     if unknown:
@@ -254,16 +259,16 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
                 **{(r.env, r.seed): dataclasses.asdict(r) for r in side[3]}} for side in sides]
     diffs = protocol_differences(candidate, baseline, suite, configs[0], configs[1])
     todo = sides[0][3] + sides[1][3]
+    if todo:   # where the missing runs go must take them: refused before the plan is printed
+        try:
+            check_results_dir(home, len(todo))
+        except ResultsDirError as exc:
+            raise AnalysisError(str(exc)) from None
     units, jobs = _processes(todo, jobs, threads) if todo else ([], 1)
     _print_plan(out, suite, source, steps, wanted, sides, described, units, jobs, root, home, detail=plan)
     if (todo or plan) and refused(diffs) and not allow_protocol_diff:   # plan: as compare_stored would refuse
         print(format_protocol(diffs, candidate, baseline), file=out)
         raise protocol_error(diffs, candidate)
-    if todo:
-        try:
-            check_results_dir(home, len(todo))
-        except ResultsDirError as exc:
-            raise AnalysisError(str(exc)) from None
     if plan:
         print("plan=true: nothing was run or written (without it, compare "
               + (f"runs the {len(todo)} missing run(s), then compares" if todo else "compares the stored runs now")

@@ -315,6 +315,24 @@ def test_results_dir_under_a_regular_file_is_refused(tmp_path, capsys):
     assert sorted(os.listdir(tmp_path)) == ["file"]
 
 
+@pytest.mark.parametrize("command", [[], ["plan=true"], ["compare"], ["compare", "plan=true"], ["compare", "bare"]],
+                         ids=["sweep", "sweep plan", "compare", "compare plan", "compare without sweep keys"])
+def test_a_results_dir_that_is_a_file_is_refused_before_any_plan(tmp_path, capsys, command):
+    # issue 30: compare printed its whole plan before refusing a results_dir that is a file
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    if "compare" in command:
+        keys = [] if "bare" in command else [f"env=InvertedPendulum-v5", "steps=512", "seeds=1"]
+        argv = ["compare", "candidate=ppo_clip+clip_eps=0.3", "baseline=ppo_clip", *keys,
+                *(w for w in command if w == "plan=true"), f"results_dir={blocker}"]
+    else:
+        argv = [*_sweep_words(blocker), *command]
+    assert cli_mod.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == [f"error: results_dir={blocker}: {blocker} is not a folder"]
+    assert sorted(os.listdir(tmp_path)) == ["file"] and blocker.read_text() == "x"
+
+
 def test_results_dir_without_permission_is_refused(tmp_path, capsys, monkeypatch):
     target = tmp_path / "results"
     # root ignores permission bits, so deny as the kernel would for a normal user
