@@ -118,7 +118,7 @@ def atari_game(env_id: str) -> str | None:
 CLEANRL_PPO_SOURCE = ("CleanRL ppo_continuous_action.py, gymnasium/MuJoCo v4, 1M steps, 3 seeds, mean of the last "
                       "100 episodes then mean ± std over seeds (Open RL Benchmark, "
                       "openrlbenchmark/cleanrl/ppo_continuous_action, tag pr-424); CleanRL's docs, "
-                      "https://docs.cleanrl.dev/rl-algorithms/ppo/, ppo_continuous_action.py, "
+                      "docs.cleanrl.dev/rl-algorithms/ppo, ppo_continuous_action.py, "
                       "\"Experiment results\", MuJoCo v4 table")
 CLEANRL_PPO: dict[str, tuple[float, float]] = {
     "HalfCheetah": (1442.64, 46.03),
