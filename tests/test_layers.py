@@ -58,25 +58,8 @@ def test_imports_point_one_way():
 
 
 def test_no_cycle_between_packages():
-    graph = {p: set(edges) for p, edges in package_graph().items()}
-    state: dict[str, str] = {}
-
-    def visit(node: str, path: list[str]) -> list[str] | None:
-        state[node] = "open"
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == "open":
-                return path + [node, nxt]
-            if nxt not in state:
-                cycle = visit(nxt, path + [node])
-                if cycle:
-                    return cycle
-        state[node] = "closed"
-        return None
-
-    for package in PACKAGES:
-        if package not in state:
-            cycle = visit(package, [])
-            assert cycle is None, " -> ".join(cycle)
+    cycle = find_cycle({p: set(edges) for p, edges in package_graph().items()})
+    assert cycle is None, " -> ".join(cycle)
 
 
 # ---------------------------------------------------------------------------------------
