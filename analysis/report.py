@@ -401,7 +401,6 @@ def cut_training_episodes(labels, suite: str) -> list[str]:
     are cut at ``suite.group_max_steps`` (their rollout declares ``groups``). A label whose algorithm
     is not registered here counts as cut (its training episodes cannot be vouched for)."""
     import algos
-    from analysis.load import split_label
     cut = []
     for label in labels:
         try:
