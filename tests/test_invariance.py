@@ -1,0 +1,108 @@
+"""A run is named by its config and seed: the same config and seed give the same numbers whatever
+sweep it ran in (issue 29). On one machine a run's every CSV (episodes, evaluations, update
+metrics; the timing columns aside) is bit-identical whether it trained alone (``batch_runs=1``)
+or in a stack, and whichever runs share its stack.
+
+Small runs to stay fast: 4 updates of 512 steps (Hopper-v5; InvertedPendulum-v5 for a policy
+with one action, whose output layer has width 1), 2 epochs of 4 minibatches for the PPO family,
+TRPO's own defaults but the horizon. Table 1: a subset of its eleven settings (4 ppo_kl and 2
+ppo_clip, the no-penalty row among them), each alone against the settings of one algorithm as
+one stack (the planner stacks runs of one algorithm class only).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.results import learning_rows
+from harness.config import parse_sweep, plan_batches, plan_runs, split_args
+from harness.train import train_batch
+
+FILES = ("episodes.csv", "evals.csv", "metrics.csv")
+STEPS, NUM_STEPS = 2048, 512          # 4 updates
+PPO_SMALL = [f"algo.num_steps={NUM_STEPS}", "algo.minibatch_size=128", "algo.num_epochs=2"]
+SMALL = {"ppo_clip": PPO_SMALL, "ppo_kl": PPO_SMALL, "trpo": [f"algo.num_steps={NUM_STEPS}"]}
+
+# Table 1's settings in the test (of the eleven of suites/mujoco.py's grids["table1"])
+TABLE1 = [
+    ("ppo_kl", {"kl_coef": "0.0", "adaptive": "false"}),    # no clipping or penalty
+    ("ppo_kl", {"kl_target": "0.003"}),
+    ("ppo_kl", {"kl_target": "0.03"}),
+    ("ppo_kl", {"adaptive": "false", "kl_coef": "3.0"}),
+    ("ppo_clip", {"clip_eps": "0.1"}),
+    ("ppo_clip", {"clip_eps": "0.3"}),
+]
+
+
+def plan(results_dir: Path, algo: str, env: str, seeds: int = 2, options: dict | None = None):
+    words = {"suite": "mujoco", "algo": algo, "env": env, "seeds": str(seeds), "steps": str(STEPS),
+             "eval_every": str(STEPS // 2), "eval_episodes": "1", "results_dir": str(results_dir)}
+    extra = SMALL[algo] + [f"algo.{k}={v}" for k, v in (options or {}).items()]
+    t, a, s = split_args([f"{k}={v}" for k, v in words.items()] + extra)
+    return plan_runs(parse_sweep(t), a, s)
+
+
+def differences(dir_a: Path, dir_b: Path) -> list[str]:
+    """Where two runs' CSVs differ (timing columns aside): per file, the differing columns and the
+    first row (update) at which each differs. Empty: bit-identical as written."""
+    out = []
+    for name in FILES:
+        a, b = learning_rows(dir_a / name), learning_rows(dir_b / name)
+        if a is None or b is None:
+            out.append(f"{name}: missing in {'the first' if a is None else 'the second'}")
+            continue
+        if a[0] != b[0]:
+            out.append(f"{name}: columns {a[0]} != {b[0]}")
+            continue
+        if len(a[1]) != len(b[1]):
+            out.append(f"{name}: {len(a[1])} rows != {len(b[1])}")
+        first: dict[str, int] = {}
+        for i, (ra, rb) in enumerate(zip(a[1], b[1])):
+            for column, x, y in zip(a[0], ra, rb):
+                if x != y and column not in first:
+                    first[column] = i + 1
+        if first:
+            out.append(f"{name}: " + ", ".join(f"{c} from row {r}" for c, r in sorted(first.items(), key=lambda x: x[1])))
+    return out
+
+
+def assert_same(alone, stacked) -> None:
+    problems = {}
+    for a, b in zip(alone, stacked):
+        assert (a.algo, a.variant, a.seed) == (b.algo, b.variant, b.seed)
+        diff = differences(a.run_dir, b.run_dir)
+        if diff:
+            problems[f"{a.algo}{a.variant} seed {a.seed}"] = diff
+    assert not problems, "alone and stacked differ:\n" + "\n".join(
+        f"  {run}: " + "; ".join(d) for run, d in problems.items())
+
+
+def train_as_planned(runs, batch_runs: int) -> None:
+    for unit in plan_batches(runs, batch_runs, jobs=1):
+        records = train_batch(unit)
+        assert all(r["status"] == "done" for r in records), [r.get("error") for r in records]
+
+
+CASES = [("ppo_clip", "Hopper-v5"), ("ppo_kl", "Hopper-v5"), ("trpo", "Hopper-v5"),
+         ("ppo_clip", "InvertedPendulum-v5"), ("trpo", "InvertedPendulum-v5")]
+
+
+@pytest.mark.parametrize("algo,env", CASES, ids=[f"{a}-{e}" for a, e in CASES])
+def test_seeds_alone_and_stacked_write_the_same_numbers(tmp_path, algo, env):
+    alone, stacked = plan(tmp_path / "alone", algo, env), plan(tmp_path / "stacked", algo, env)
+    assert [len(u) for u in plan_batches(stacked, 2, jobs=1)] == [2]
+    train_as_planned(alone, 1)
+    train_as_planned(stacked, 2)
+    assert_same(alone, stacked)
+
+
+def test_table1_settings_alone_and_stacked_write_the_same_numbers(tmp_path):
+    alone, stacked = [], []
+    for algo, options in TABLE1:
+        alone += plan(tmp_path / "alone", algo, "Hopper-v5", seeds=1, options=options)
+        stacked += plan(tmp_path / "stacked", algo, "Hopper-v5", seeds=1, options=options)
+    assert sorted(len(u) for u in plan_batches(stacked, len(TABLE1), jobs=1)) == [2, 4]
+    train_as_planned(alone, 1)
+    train_as_planned(stacked, len(TABLE1))
+    assert_same(alone, stacked)
