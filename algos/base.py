@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from algos.advantages import normalize
 from algos.losses import aggregate, clip_fractions
+from algos.stack import any_nonzero
 from core.batch import Batch
 from core.errors import ConfigError
 
@@ -374,7 +375,7 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
             values = algo.agent.value(mb["obs"])
             vf_loss = value_loss(values, mb["returns"], mask, mb["values"], value_clip_eps)
             loss = policy_loss + vf_coef * vf_loss
-        if isinstance(ent_coef, Tensor) or ent_coef:
+        if any_nonzero(ent_coef):
             loss = loss - ent_coef * aggregate(dist.entropy(), mask, "token-mean")
         if clip is not None:
             sides = clip_fractions(logp.detach(), mb["logp_old"], mb["advantages"], *clip)   # [3, (K,) T, N]

@@ -115,13 +115,16 @@ class PPOClip(Algorithm):
         ``agent`` their stacked agent): a number every run shares is passed as it is, one that
         differs as a per-run tensor (``per_run``)."""
         cfg = runs[0].cfg   # the options the runs of a stack share
+
+        def coef(name: str):   # a stack: one per run, as a tensor (``per_run``); the lone path: the number
+            return cfg.__dict__[name] if agent is None else per_run([r.cfg.__dict__[name] for r in runs], like=clip_eps)
         return dict(
             objective=partial(runs[0].objective, clip_eps=clip_eps), aggregation="token-mean", by="step",
             num_epochs=cfg.num_epochs, num_minibatches=max(1, math.ceil(num_steps / cfg.minibatch_size)),
             optimizer=optimizer, params=params, max_grad_norm=cfg.max_grad_norm,
             clip=(clip_eps, clip_eps) if cls.clipped else None, penalty=cls.penalty_term(runs, agent),
-            vf_coef=per_run([r.cfg.vf_coef for r in runs]), value_clip_eps=clip_eps if cfg.value_clip else None,
-            ent_coef=per_run([r.cfg.ent_coef for r in runs]), minibatch_adv_norm=cfg.adv_norm == "minibatch",
+            vf_coef=coef("vf_coef"), value_clip_eps=clip_eps if cfg.value_clip else None,
+            ent_coef=coef("ent_coef"), minibatch_adv_norm=cfg.adv_norm == "minibatch",
             diagnostics=cfg.diagnostics)
 
     @classmethod

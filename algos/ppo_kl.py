@@ -18,7 +18,7 @@ import torch
 from torch.distributions import kl_divergence
 
 from algos.base import Metrics, check_choice, check_positive, check_range
-from algos.stack import per_run
+from algos.stack import any_nonzero, per_run
 from algos.losses import KL_ESTIMATORS, aggregate, importance_surrogate, kl_estimate
 from algos.ppo_clip import PPOClip, PPOClipConfig
 
@@ -58,8 +58,8 @@ class PPOKL(PPOClip):
     def penalty_term(cls, runs, agent=None):
         """``beta * E[KL[pi_old, pi]]`` (None when every run's beta is 0: no penalty). ``agent``:
         the runs' stacked agent, whose frozen copy is the stacked pi_old."""
-        beta = per_run([r.beta for r in runs])
-        if not isinstance(beta, torch.Tensor) and beta == 0.0:
+        beta = runs[0].beta if agent is None else per_run([r.beta for r in runs], like=next(agent.parameters()))
+        if not any_nonzero(beta):
             return None
         old_policy = runs[0].old_policy if agent is None else agent.frozen_copy()
         return partial(kl_penalty, beta=beta, old_policy=old_policy, estimator=runs[0].cfg.kl_estimator)

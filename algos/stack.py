@@ -36,18 +36,26 @@ from torch import Tensor
 from core.batch import Batch, stacked_minibatches
 
 
-def per_run(values: Sequence[float | None], like: Tensor | None = None, dims: int = 0) -> float | Tensor | None:
-    """One value per run: the plain number when every run has the same one (the op is then
-    the lone run's), else a ``[K, 1 x dims]`` tensor that broadcasts against ``[K, ...]``
-    quantities with ``dims`` trailing dimensions (``dims=0`` for per-run scalars such as a loss,
-    ``dims=2`` for per-step ``[K, T, N]`` tensors)."""
-    first = values[0]
-    if all(v == first for v in values):
-        return first
+def per_run(values: Sequence[float], like: Tensor | None = None, dims: int = 0) -> Tensor:
+    """One value per run as a ``[K, 1 x dims]`` tensor (``like``'s dtype and device; float32 on
+    the CPU without it) that broadcasts against ``[K, ...]`` quantities with ``dims`` trailing
+    dimensions (``dims=0`` for per-run scalars such as a loss, ``dims=2`` for per-step
+    ``[K, T, N]`` tensors).
+
+    A tensor also when every run has the same value, and for a stack of one: a run's numbers must
+    not depend on which runs share its stack (tests/test_invariance.py), and a Python number is
+    not the same operand as its float32 tensor (``1.0 - eps`` computed in double and rounded once
+    differs from float32 ``1 - eps`` for about 1 in 10 annealed clip epsilons)."""
     if any(v is None for v in values):
         raise ValueError("a stack cannot mix None with numbers; the planner keeps such runs apart")
     kwargs = {"dtype": like.dtype, "device": like.device} if like is not None else {"dtype": torch.float32}
-    return torch.tensor(list(values), **kwargs).view(len(values), *([1] * dims))
+    return torch.tensor([float(v) for v in values], **kwargs).view(len(values), *([1] * dims))
+
+
+def any_nonzero(x: Tensor | float) -> bool:
+    """Whether a per-run coefficient acts on any run (a term whose coefficient is 0 for every run is
+    left out; one that is 0 for some runs only adds an exact 0 to their loss and gradient)."""
+    return bool(x.ne(0).any()) if isinstance(x, Tensor) else x != 0
 
 
 class StackedBatch:

@@ -218,7 +218,7 @@ class TRPO(Algorithm):
         g = torch.cat([x.flatten(1) for x in torch.autograd.grad(surr_before.sum(), params)], 1)
         direction = conjugate_gradient(fisher_vector_product, g, cfg.cg_iters)
         shs = (direction * fisher_vector_product(direction)).sum(-1, keepdim=True)
-        limit = max_kl if isinstance(max_kl, float) else max_kl.unsqueeze(1)
+        limit = max_kl.unsqueeze(1)
         full_step = direction * torch.sqrt(2 * limit / shs.clamp(min=1e-12))
         expected_improve = (g * full_step).sum(-1)
 

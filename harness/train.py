@@ -226,6 +226,9 @@ def _train_members(members: list[_Member], progress, on_checkpoint) -> None:
     cfgs = [algo_cls.Config(**m.run.algo_cfg) for m in members]
     needs = algo_cls.needs(cfgs[0])
     alone = len(members) == 1
+    # An algorithm and suite that can stack train a lone run as a stack of one: one update path, so
+    # that a run's numbers do not depend on whether the planner stacked it (tests/test_invariance.py).
+    stacks = algo_cls.stackable(cfgs[0]) and suite.stackable(first.env, suite_cfg)
     for m, cfg in zip(members, cfgs):
         m.build(suite, suite_cfg, cfg)
         if alone:   # a lone run builds its collector right after its agent (the RNG order of every engine before)
@@ -250,7 +253,7 @@ def _train_members(members: list[_Member], progress, on_checkpoint) -> None:
         batches = [b for b, _, _ in results]
         if all(b is None for b in batches):
             updates = [None] * len(active)
-        elif alone:
+        elif alone and not stacks:
             updates = [active[0].algo.update(batches[0])]
         else:
             stack = RunStack([m.algo for m in active], suite.stack_agents([m.agent for m in active]), batches)

@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 from torch.distributions import Categorical
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -102,6 +103,22 @@ def mlp(sizes: list[int], activation: str, init: str, out_gain: float) -> nn.Seq
     return nn.Sequential(*layers)
 
 
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``F.linear``, but an output of width 1 as ``stacked_linear`` computes it (an elementwise
+    product summed over the input): a lone agent's numbers are a stacked agent's, so the update's
+    first ratio is exactly 1 on the collected log-probabilities also for a one-action policy."""
+    if weight.shape[0] == 1:
+        return (x * weight[0]).sum(-1, keepdim=True) + bias
+    return F.linear(x, weight, bias)
+
+
+def run_mlp(net: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    """``net(x)`` with its Linear layers computed by ``linear``."""
+    for module in net:
+        x = linear(x, module.weight, module.bias) if isinstance(module, nn.Linear) else module(x)
+    return x
+
+
 class MLPAgent(nn.Module):
     """Separate policy and value MLPs; Gaussian (Box) or categorical (Discrete) policy."""
 
@@ -127,7 +144,7 @@ class MLPAgent(nn.Module):
         return self.obs_norm(obs) if self.obs_norm is not None else obs
 
     def dist(self, obs: torch.Tensor):
-        out = self.policy_net(self._features(obs))
+        out = run_mlp(self.policy_net, self._features(obs))
         if self.continuous:
             # Without autograd this is a snapshot (pi_old in TRPO's line search): it must not
             # follow later in-place changes of the log-std parameter.
@@ -136,7 +153,7 @@ class MLPAgent(nn.Module):
         return Categorical(logits=out)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.value_net(self._features(obs)).squeeze(-1)
+        return run_mlp(self.value_net, self._features(obs)).squeeze(-1)
 
     def policy_parameters(self) -> list[nn.Parameter]:
         params = list(self.policy_net.parameters())
@@ -243,6 +260,22 @@ class MLPAgent(nn.Module):
         return actor
 
 
+def stacked_linear(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """K Linear layers at once: ``h`` ``[K, B, in]``, ``weight`` ``[K, out, in]`` (torch's layout),
+    ``bias`` ``[K, out]``; run k's rows are ``h[k] @ weight[k].T + bias[k]``.
+
+    Bitwise the same for run k whatever K and whichever runs share the stack (forward and
+    backward; tests/test_invariance.py): ``baddbmm`` computes each slice as the lone product when
+    ``out >= 2``, but an output of width 1 (the value head; the policy of a one-action
+    environment) takes another kernel for K >= 2 than for K = 1 (differences ~1e-6 forward, ~1e-7
+    in the weight's gradient, torch 2.13, CPU). Width 1 is an elementwise product summed over the
+    input instead: a reduction over each row's own contiguous inputs, the same for every K, and
+    no slower (one thread, Hopper's value net: within the noise of a loaded machine)."""
+    if weight.shape[1] == 1:
+        return (h * weight).sum(-1, keepdim=True) + bias.unsqueeze(1)
+    return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
+
+
 class StackedMLPAgent(nn.Module):
     """K ``MLPAgent`` of one shape as one model (the batched engine, ``algos/stack.py``).
 
@@ -300,7 +333,7 @@ class StackedMLPAgent(nn.Module):
         h = x.reshape(self.num_runs, -1, x.shape[-1])
         layers = self._layers[net]
         for i, (w, b) in enumerate(layers):
-            h = torch.baddbmm(self.stacked[b].unsqueeze(1), h, self.stacked[w].transpose(1, 2))
+            h = stacked_linear(h, self.stacked[w], self.stacked[b])
             if i < len(layers) - 1:
                 h = self._act(h)
         return h.reshape(self.num_runs, *lead, h.shape[-1])

@@ -198,8 +198,11 @@ def test_stacked_adam_is_torch_adam_per_run_with_its_own_lr_and_clipping():
             assert float(opts[k].state[p]["step"]) == 5.0
 
 
-def test_per_run_is_a_plain_number_when_the_runs_agree():
-    assert per_run([0.2, 0.2]) == 0.2
+def test_per_run_is_a_tensor_also_when_the_runs_agree():
+    # a number every run shares is still the per-run float32 tensor: a run's arithmetic does not
+    # depend on which runs share its stack (tests/test_invariance.py)
+    same = per_run([0.2, 0.2])
+    assert same.shape == (2,) and same.dtype == torch.float32 and torch.equal(same, torch.tensor([0.2, 0.2]))
     t = per_run([0.1, 0.3], dims=2)
     assert t.shape == (2, 1, 1) and torch.allclose(t.flatten(), torch.tensor([0.1, 0.3]))
     with pytest.raises(ValueError):
