@@ -20,10 +20,12 @@ How a stacked update is the runs' own updates:
   so a run's checkpoint is the same whichever engine wrote it;
 - each run's minibatches come from its own generator, in the order it draws them alone.
 
-Not bit-identical to a lone run: a batched matrix product sums in another order than the
-lone one (differences of ~1e-7 relative, tested to 1e-5 on the first update), after which
-the runs follow their own trajectories. Everything else (collection, advantages, the
-per-run bookkeeping) runs the lone code.
+Bit-identical whatever K and whichever runs share the stack (``tests/test_invariance.py``): a
+lone run of a stackable algorithm trains as a stack of one (``harness/train.py``), and every
+kernel here gives run k's slice the same bits at any K (``suites/mujoco.py``'s
+``stacked_linear``; ``per_run``'s tensors). The lone ``Algorithm.update`` of the same algorithm
+(for suites and configs that do not stack) agrees to ~1e-7 (``tests/test_stack.py``).
+Everything else (collection, advantages, the per-run bookkeeping) runs the lone code.
 """
 from __future__ import annotations
 

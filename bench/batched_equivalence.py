@@ -4,11 +4,11 @@
         [--algo ppo_clip] [--seeds 5] [--steps 100000] [--results-dir results/bench_equivalence]
 
 Trains seeds 0..seeds-1 twice from empty folders: each run alone (``batch_runs=1 jobs=2``) and
-all of them as one stack (``batch_runs=<seeds> jobs=1``). A stacked run collects its first
-batch exactly as alone (bit-identical) and its first update agrees to ~1e-7 (tests/test_stack.py);
-from there the two follow their own trajectories (MuJoCo amplifies a 1e-7 difference in the
-weights into another episode within a few hundred steps), so the question is whether the two
-engines draw runs from the same distribution.
+all of them as one stack (``batch_runs=<seeds> jobs=1``). Since a lone run trains as a stack of
+one, the two are bit-identical (tests/test_invariance.py) and both tests below must find the same
+samples; the script was written when the two engines followed their own trajectories after the
+first update (MuJoCo amplifies a 1e-7 difference in the weights into another episode within a
+few hundred steps) and the question was whether they draw runs from the same distribution.
 
 Per run: the final return (mean of the last 100 training episodes, the score of every table
 here) and the mean return over all training episodes (the area under the learning curve).
