@@ -290,7 +290,11 @@ def test_a_run_that_raises_is_failed_with_its_error(tmp_path, monkeypatch):
     def update(self, batch):
         raise RuntimeError("simulated bug in an update")
 
+    def update_together(cls, stack, batches):   # a lone ppo_clip run on MuJoCo trains as a stack of one
+        raise RuntimeError("simulated bug in an update")
+
     monkeypatch.setattr(cls, "update", update)
+    monkeypatch.setattr(cls, "update_together", classmethod(update_together))
     (run,) = plan_tiny(tmp_path, "steps=512")
     rec = train(run)
     assert rec["status"] == "failed" and rec["error"] == "RuntimeError: simulated bug in an update"
