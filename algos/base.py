@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from algos.advantages import normalize
 from algos.losses import aggregate, clip_fractions
-from algos.stack import any_nonzero
+from algos.stack import RunStack, any_nonzero
 from core.batch import Batch
 from core.errors import ConfigError
 
@@ -295,28 +295,42 @@ def explained_variance(pred: Tensor, target: Tensor, mask: Tensor) -> float:
 class LastEpochDiagnostics:
     """``after_update_metrics`` without the extra pass (``diagnostics=last_epoch``): kl (k3 of
     KL(old || current)), entropy and, given values, explained variance over the last epoch's
-    minibatches, each as seen before its own gradient step."""
+    minibatches, each as seen before its own gradient step. ``runs``: the minibatches carry a
+    leading run dimension (a ``RunStack``'s), and each run gets its own numbers (lists)."""
 
-    def __init__(self):
+    def __init__(self, runs: bool = False):
+        self.runs = runs
         self.kl, self.entropy, self.values, self.returns, self.masks = [], [], [], [], []
+
+    def _flat(self, x: Tensor) -> Tensor:
+        return x.flatten(1) if self.runs else x.flatten()
 
     @torch.no_grad()
     def add(self, dist, logp, mb, values: Tensor | None = None) -> None:
         mask = mb["mask"] if mb["mask"] is not None else torch.ones_like(logp)   # None: every step valid
         log_ratio = logp - mb["logp_old"]
-        self.kl.append(((torch.expm1(log_ratio) - log_ratio) * mask).flatten())
-        self.entropy.append((dist.entropy() * mask).flatten())
+        self.kl.append(self._flat((torch.expm1(log_ratio) - log_ratio) * mask))
+        self.entropy.append(self._flat(dist.entropy() * mask))
         if values is not None:
-            self.values.append(values.detach().flatten())
-            self.returns.append(mb["returns"].flatten())
-        self.masks.append(mask.flatten())
+            self.values.append(self._flat(values.detach()))
+            self.returns.append(self._flat(mb["returns"]))
+        self.masks.append(self._flat(mask))
 
-    def means(self) -> dict[str, float]:
-        mask = torch.cat(self.masks)
+    def means(self) -> dict[str, float | list[float]]:
+        if not self.runs:
+            return self._means(torch.cat(self.masks), torch.cat(self.kl), torch.cat(self.entropy),
+                               torch.cat(self.values) if self.values else None,
+                               torch.cat(self.returns) if self.values else None)
+        parts = [torch.cat(x, 1) if x else None for x in (self.masks, self.kl, self.entropy, self.values, self.returns)]
+        per_run = [self._means(*(None if x is None else x[k] for x in parts)) for k in range(parts[0].shape[0])]
+        return {key: [m[key] for m in per_run] for key in per_run[0]}
+
+    @staticmethod
+    def _means(mask, kl, entropy, values, returns) -> dict[str, float]:
         n = mask.sum()
-        out = {"kl": float(torch.cat(self.kl).sum() / n), "entropy": float(torch.cat(self.entropy).sum() / n)}
-        if self.values:
-            out["explained_variance"] = explained_variance(torch.cat(self.values), torch.cat(self.returns), mask)
+        out = {"kl": float(kl.sum() / n), "entropy": float(entropy.sum() / n)}
+        if values is not None:
+            out["explained_variance"] = explained_variance(values, returns, mask)
         return out
 
 
@@ -355,7 +369,7 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
         # a minibatch keeps whole columns: never more minibatches than columns (an empty one's loss is
         # 0/0). Configs refuse more than a full batch has; a DAPO batch of fewer kept groups lands here.
         num_minibatches = min(num_minibatches, batch.num_columns)
-    metrics, last_epoch = Metrics(), LastEpochDiagnostics()
+    metrics, last_epoch = Metrics(), LastEpochDiagnostics(runs=isinstance(algo, RunStack))
     last_epoch_from = (num_epochs - 1) * num_minibatches if diagnostics == "last_epoch" else None
     clip_sums = None   # the clip fractions summed over minibatches, one tensor: no host sync in the loop
     for i, mb in enumerate(algo.epochs(batch, num_epochs, num_minibatches, by=by, **per_step)):

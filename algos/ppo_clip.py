@@ -78,15 +78,14 @@ class PPOClip(Algorithm):
         return clipped_surrogate(logp, mb["logp_old"], mb["advantages"], clip_eps)
 
     def update(self, batch):
-        advantages, returns, clip_eps = self.prepare(batch)
-        # L^CLIP + c1 L^VF - c2 S, K epochs of minibatches of M steps
-        out = clipped_epochs(self, batch, advantages=advantages, returns=returns,
-                             **self.loss_terms([self], clip_eps, self.optimizer, self.params, batch.num_steps))
-        return self.finish(batch, out)
+        """This run alone: ``update_together`` on a stack of one (one update, written for K runs)."""
+        return self.update_together(RunStack.of_one(self, batch), [batch])[0]
 
     @classmethod
     def update_together(cls, stack: RunStack, batches) -> list[dict[str, float]]:
-        """``update`` of K runs at once (``algos/stack.py``): the same steps, the minibatch loop stacked."""
+        """The update of the K runs of ``stack`` (``algos/stack.py``; K = 1 for a run alone): GAE,
+        then L^CLIP + c1 L^VF - c2 S for K epochs of minibatches of M steps, every run's minibatch
+        in one stacked pass."""
         prepared = [run.prepare(batch) for run, batch in zip(stack.algos, batches)]
         advantages, returns = (stack.stack_steps([p[i] for p in prepared]) for i in (0, 1))
         clip_eps = per_run([p[2] for p in prepared], like=advantages, dims=2)
@@ -110,14 +109,13 @@ class PPOClip(Algorithm):
         return advantages, returns, clip_eps
 
     @classmethod
-    def loss_terms(cls, runs: list["PPOClip"], clip_eps, optimizer, params, num_steps: int, agent=None) -> dict:
-        """The arguments of ``clipped_epochs`` for ``runs`` (one run, or the runs of a stack with
-        ``agent`` their stacked agent): a number every run shares is passed as it is, one that
-        differs as a per-run tensor (``per_run``)."""
+    def loss_terms(cls, runs: list["PPOClip"], clip_eps, optimizer, params, num_steps: int, agent) -> dict:
+        """The arguments of ``clipped_epochs`` for the runs of a stack, ``agent`` their stacked agent:
+        the options they share as they are, the numbers of ``per_run_options`` as per-run tensors."""
         cfg = runs[0].cfg   # the options the runs of a stack share
 
-        def coef(name: str):   # a stack: one per run, as a tensor (``per_run``); the lone path: the number
-            return cfg.__dict__[name] if agent is None else per_run([r.cfg.__dict__[name] for r in runs], like=clip_eps)
+        def coef(name: str):
+            return per_run([getattr(r.cfg, name) for r in runs], like=clip_eps)
         return dict(
             objective=partial(runs[0].objective, clip_eps=clip_eps), aggregation="token-mean", by="step",
             num_epochs=cfg.num_epochs, num_minibatches=max(1, math.ceil(num_steps / cfg.minibatch_size)),
@@ -128,7 +126,7 @@ class PPOClip(Algorithm):
             diagnostics=cfg.diagnostics)
 
     @classmethod
-    def penalty_term(cls, runs: list["PPOClip"], agent=None) -> Callable | None:
+    def penalty_term(cls, runs: list["PPOClip"], agent) -> Callable | None:
         """A term added after aggregation, or None (PPO-KL: beta * KL[pi_old, pi])."""
         return None
 

@@ -55,13 +55,13 @@ class PPOKL(PPOClip):
         return importance_surrogate(logp, mb["logp_old"], mb["advantages"])
 
     @classmethod
-    def penalty_term(cls, runs, agent=None):
+    def penalty_term(cls, runs, agent):
         """``beta * E[KL[pi_old, pi]]`` (None when every run's beta is 0: no penalty). ``agent``:
         the runs' stacked agent, whose frozen copy is the stacked pi_old."""
-        beta = runs[0].beta if agent is None else per_run([r.beta for r in runs], like=next(agent.parameters()))
+        beta = per_run([r.beta for r in runs], like=next(iter(agent.parameters())))
         if not any_nonzero(beta):
             return None
-        old_policy = runs[0].old_policy if agent is None else agent.frozen_copy()
+        old_policy = agent.frozen_copy()
         return partial(kl_penalty, beta=beta, old_policy=old_policy, estimator=runs[0].cfg.kl_estimator)
 
     def end_epochs(self, batch, metrics):

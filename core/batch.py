@@ -117,10 +117,24 @@ def stacked_minibatches(batches: list[Batch], generators: list[torch.Generator],
                         tensors: dict[str, Tensor], by: str = "step") -> Iterator[dict[str, Tensor]]:
     """``Batch.minibatches`` of K runs at once (``algos/stack.py``): minibatch i holds each run's
     own minibatch i, drawn from its own generator exactly as it draws it alone, stacked along a
-    leading run dimension (``[K, B, 1, ...]``). ``tensors``: the ``[K, T, N, ...]`` tensors to cut
-    (the runs' step fields but the mask, stacked, and per-step ones such as advantages)."""
-    if by != "step" or not all(b.splittable_steps for b in batches):
-        raise ValueError("a stack samples single steps (by='step'); column minibatches are for runs alone")
+    leading run dimension (``[K, B, 1, ...]`` of single steps, ``[K, T, n, ...]`` of whole columns).
+    ``tensors``: the ``[K, T, N, ...]`` tensors to cut (the runs' step fields, the mask among them,
+    and per-step ones such as advantages); a minibatch of single steps has no mask (None: every
+    step valid)."""
+    if by not in ("step", "column"):
+        raise ValueError(f"unknown minibatch split {by!r}; valid: step, column")
+    if by == "column" or not all(b.splittable_steps for b in batches):
+        if len({b.num_columns for b in batches}) != 1:
+            raise ValueError("the runs of a stack have the same number of columns")
+        parts = [torch.tensor_split(torch.randperm(b.num_columns, generator=g), num_minibatches)
+                 for b, g in zip(batches, generators)]
+        for i in range(num_minibatches):
+            if len(batches) == 1:
+                yield {k: v[:, :, parts[0][i]] for k, v in tensors.items()}
+            else:
+                yield {k: torch.stack([v[r][:, p[i]] for r, p in enumerate(parts)]) for k, v in tensors.items()}
+        return
+    tensors = {k: v for k, v in tensors.items() if k != "mask"}
     orders = [b.step_order(g) for b, g in zip(batches, generators)]
     n = orders[0].numel()
     if any(o.numel() != n for o in orders):

@@ -444,3 +444,32 @@ def test_rloo_kl_in_reward_and_loss_match_formula():
     assert metrics["kl_ref"] == pytest.approx(sum(kl_seq) / M, rel=1e-4)
     assert metrics["reward_with_kl"] == pytest.approx(sum(rewards) / M, rel=1e-4, abs=1e-5)
     assert metrics["policy_loss"] == pytest.approx(loss, rel=1e-4, abs=1e-5)
+
+
+@pytest.mark.parametrize("name", ["ppo_clip", "ppo_kl"])
+def test_ppo_alone_is_a_stack_of_one_for_any_agent(name):
+    """The lone update runs through ``update_together`` on a stack of one (``OneRunAgent``): here
+    with a categorical policy (PPO-KL's closed-form KL through ``OneRunDist``), whole-column
+    minibatches (a batch whose steps do not split, as a sequence model's) and ``last_epoch``
+    diagnostics. The first ratio is exactly 1, the numbers finite, the agent's own weights move."""
+    torch.manual_seed(0)
+    agent = MLPAgent(OBS_SPACE, gym.spaces.Discrete(3), MujocoConfig())
+    g = torch.Generator().manual_seed(1)
+    T, N = 16, 4
+    obs = torch.randn(T, N, 4, generator=g)
+    actions = torch.randint(0, 3, (T, N), generator=g)
+    with torch.no_grad():
+        logp_old, values = agent.dist(obs).log_prob(actions), agent.value(obs)
+    batch = Batch(obs=obs, actions=actions, rewards=torch.randn(T, N, generator=g), dones=torch.zeros(T, N),
+                  mask=torch.ones(T, N), logp_old=logp_old, values=values, last_value=torch.zeros(N),
+                  splittable_steps=False)
+    for diagnostics in ("after_update", "last_epoch"):
+        trained = copy.deepcopy(agent)
+        metrics = make_algo(name, trained, num_steps=T, minibatch_size=16, num_epochs=2,
+                            diagnostics=diagnostics).update(batch)
+        assert metrics["first_ratio_error"] == 0.0
+        assert all(isinstance(v, float) and np.isfinite(v) for v in metrics.values()), metrics
+        assert {"kl", "entropy", "explained_variance", "policy_loss", "value_loss"} <= set(metrics)
+        if name == "ppo_kl":
+            assert metrics["kl_penalty"] >= 0 and "beta" in metrics
+        assert any(not torch.equal(b, p) for b, p in zip(agent.parameters(), trained.parameters()))

@@ -165,6 +165,34 @@ def test_stacked_minibatches_are_each_runs_own_minibatches():
                     assert torch.equal(mb[key][k], value), (i, k, key)
 
 
+def test_stacked_column_minibatches_are_each_runs_own_column_minibatches():
+    """Whole columns (sequence models, ``by="column"``): a stack's minibatch i is each run's own,
+    the mask among the fields; a stack of one cuts the run's batch as it cuts it alone."""
+    from algos.stack import StackedBatch
+    cls, runs = _runs("ppo_clip", [{}, {}])
+    batches = []
+    for _, _, b in runs:   # 8 columns of 32 steps, some padding
+        cut = copy.copy(b)
+        for name in ("obs", "actions", "rewards", "dones", "mask", "logp_old", "values"):
+            setattr(cut, name, getattr(b, name).reshape(32, 8, *getattr(b, name).shape[2:]))
+        cut.mask = cut.mask.clone()
+        cut.mask[20:, ::3] = 0
+        cut.splittable_steps = False
+        batches.append(cut)
+    for group in ([batches[0]], batches):
+        seeds = (5, 6)[:len(group)]
+        lone = [list(b.minibatches(3, torch.Generator().manual_seed(s), by="step")) for b, s in zip(group, seeds)]
+        stacked_batch = StackedBatch(group)
+        tensors = stacked_batch.step_tensors() | {"mask": stacked_batch.stacked("mask")}
+        stacked = list(stacked_minibatches(group, [torch.Generator().manual_seed(s) for s in seeds], 3, tensors))
+        assert len(stacked) == 3
+        for i, mb in enumerate(stacked):
+            for k in range(len(group)):
+                assert set(mb) == set(lone[k][i])
+                for key, value in lone[k][i].items():
+                    assert torch.equal(mb[key][k], value), (i, k, key)
+
+
 def test_stacked_adam_is_torch_adam_per_run_with_its_own_lr_and_clipping():
     torch.manual_seed(0)
     K, shapes = 3, [(4, 5), (5,)]
