@@ -16,12 +16,11 @@ from typing import Callable
 import torch
 from torch import Tensor
 from torch.distributions import kl_divergence
-from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from algos.advantages import gae, normalize
 from algos.base import Algorithm, HorizonRollout, Metrics, check_lr, check_positive, check_range, fit_value
 from algos.losses import aggregate, importance_surrogate
-from algos.stack import per_run, split_metrics
+from algos.stack import RunStack, per_run, split_metrics
 
 
 @dataclass
@@ -127,67 +126,18 @@ class TRPO(Algorithm):
         return batch.obs, batch.mask
 
     def update(self, batch):
-        cfg = self.cfg
-        advantages, returns = self.advantages(batch)
-        with torch.no_grad():
-            old_dist = self.agent.dist(batch.obs)
-        # The Fisher-vector products dominate the cost (double backward); a random part of the
-        # batch estimates the curvature well enough (rllab's subsample_factor). 1 = the whole batch.
-        fvp_obs, fvp_mask = self.fvp_part(batch)
-        if cfg.fvp_fraction < 1:
-            with torch.no_grad():
-                fvp_old_dist = self.agent.dist(fvp_obs)
-        else:
-            fvp_old_dist = old_dist
-
-        def surrogate() -> Tensor:
-            logp = self.agent.dist(batch.obs).log_prob(batch.actions)
-            return -aggregate(importance_surrogate(logp, batch.logp_old, advantages), batch.mask, "token-mean")
-
-        def mean_kl() -> Tensor:
-            return aggregate(kl_divergence(old_dist, self.agent.dist(batch.obs)), batch.mask, "token-mean")
-
-        def fisher_vector_product(v: Tensor) -> Tensor:
-            kl = aggregate(kl_divergence(fvp_old_dist, self.agent.dist(fvp_obs)), fvp_mask, "token-mean")
-            grads = torch.autograd.grad(kl, self.policy_params, create_graph=True)
-            flat = torch.cat([g.reshape(-1) for g in grads])
-            hvp = torch.autograd.grad(flat @ v, self.policy_params)
-            return torch.cat([h.reshape(-1) for h in hvp]) + cfg.cg_damping * v
-
-        surr_before = surrogate()
-        g = torch.cat([x.reshape(-1) for x in torch.autograd.grad(surr_before, self.policy_params)])
-        direction = conjugate_gradient(fisher_vector_product, g, cfg.cg_iters)
-        shs = direction @ fisher_vector_product(direction)
-        full_step = direction * torch.sqrt(2 * cfg.max_kl / shs.clamp(min=1e-12))
-        expected_improve = float(g @ full_step)
-
-        theta_old = parameters_to_vector(self.policy_params).detach()
-        surr_before = surr_before.detach()
-        accepted, step_frac, kl, surr = False, 0.0, 0.0, float(surr_before)
-        with torch.no_grad():
-            for k in range(cfg.line_search_steps):
-                frac = cfg.line_search_shrink ** k
-                vector_to_parameters(theta_old + frac * full_step, self.policy_params)
-                surr_new, kl_new = float(surrogate()), float(mean_kl())
-                if kl_new <= cfg.max_kl and surr_new > float(surr_before) and torch.isfinite(torch.tensor(surr_new)):
-                    accepted, step_frac, kl, surr = True, frac, kl_new, surr_new
-                    break
-            if not accepted:
-                vector_to_parameters(theta_old, self.policy_params)
-
-        vf_loss = fit_value(self, self.vf_optimizer, batch, returns, cfg.vf_epochs, cfg.vf_minibatch_size)
-        metrics = Metrics()
-        metrics.add(policy_loss=-surr, value_loss=vf_loss, step_accepted=float(accepted),
-                    step_fraction=step_frac, kl_line_search=kl, expected_improve=expected_improve)
-        return self.finish_update(metrics.means() | self.after_update_metrics(batch, returns))
+        """This run alone: ``update_together`` on a stack of one (one update, written for K runs)."""
+        return self.update_together(RunStack.of_one(self, batch), [batch])[0]
 
     @classmethod
     def update_together(cls, stack, batches):
-        """``update`` of K runs at once (``algos/stack.py``): the surrogate's gradient, the
-        Fisher-vector products and the conjugate gradient of every run in one stacked pass (a
-        block-diagonal Fisher matrix: each run's own), the line search per run (a run keeps the
-        first step it accepts while the others try shorter ones), the critics fitted as one stack."""
-        runs, cfg = stack.algos, stack.algos[0].cfg
+        """The update of the K runs of ``stack`` (``algos/stack.py``; K = 1 for a run alone): the
+        surrogate's gradient, the Fisher-vector products and the conjugate gradient of every run in
+        one stacked pass (a block-diagonal Fisher matrix: each run's own), the line search per run
+        (a run keeps the first step it accepts while the others try shorter ones), the critics
+        fitted as one stack. The Fisher-vector products use a random part of each run's batch
+        (``fvp_fraction``; rllab's subsample_factor): they dominate the cost (double backward)."""
+        runs, cfg, K = stack.algos, stack.algos[0].cfg, len(stack)
         prepared = [run.advantages(batch) for run, batch in zip(runs, batches)]
         advantages, returns = (stack.stack_steps([p[i] for p in prepared]) for i in (0, 1))
         parts = [run.fvp_part(batch) for run, batch in zip(runs, batches)]   # each run's own random part
@@ -210,22 +160,22 @@ class TRPO(Algorithm):
         def fisher_vector_product(v: Tensor) -> Tensor:   # [K, P] -> [K, P]
             kl = aggregate(kl_divergence(fvp_old_dist, agent.dist(fvp_obs)), fvp_mask, "token-mean")
             grads = torch.autograd.grad(kl.sum(), params, create_graph=True)
-            flat = torch.cat([g.flatten(1) for g in grads], 1)
+            flat = _rows(grads, K)
             hvp = torch.autograd.grad((flat * v).sum(), params)
-            return torch.cat([h.flatten(1) for h in hvp], 1) + cfg.cg_damping * v
+            return _rows(hvp, K) + cfg.cg_damping * v
 
         surr_before = surrogate()
-        g = torch.cat([x.flatten(1) for x in torch.autograd.grad(surr_before.sum(), params)], 1)
+        g = _rows(torch.autograd.grad(surr_before.sum(), params), K)
         direction = conjugate_gradient(fisher_vector_product, g, cfg.cg_iters)
         shs = (direction * fisher_vector_product(direction)).sum(-1, keepdim=True)
         limit = max_kl.unsqueeze(1)
         full_step = direction * torch.sqrt(2 * limit / shs.clamp(min=1e-12))
         expected_improve = (g * full_step).sum(-1)
 
-        theta_old = torch.cat([p.detach().flatten(1) for p in params], 1)
+        theta_old = _rows([p.detach() for p in params], K)
         surr_before = surr_before.detach()
-        K = len(runs)
-        accepted, step_frac = torch.zeros(K, dtype=torch.bool), torch.zeros(K)
+        # the fraction in double, as the Python number the step used (0.8 ** k is logged as itself)
+        accepted, step_frac = torch.zeros(K, dtype=torch.bool), torch.zeros(K, dtype=torch.float64)
         kl, surr, theta = torch.zeros(K), surr_before.clone(), theta_old.clone()
         with torch.no_grad():
             for k in range(cfg.line_search_steps):
@@ -236,7 +186,8 @@ class TRPO(Algorithm):
                 ok = ~accepted & (kl_new <= max_kl) & (surr_new > surr_before) & torch.isfinite(surr_new)
                 theta = torch.where(ok.unsqueeze(1), trial, theta)
                 step_frac, kl, surr = (torch.where(ok, new, old) for new, old in
-                                       ((torch.full((K,), frac), step_frac), (kl_new, kl), (surr_new, surr)))
+                                       ((torch.full((K,), frac, dtype=torch.float64), step_frac), (kl_new, kl),
+                                        (surr_new, surr)))
                 accepted |= ok
                 if bool(accepted.all()):
                     break
@@ -251,10 +202,16 @@ class TRPO(Algorithm):
         return [run.finish_update(m) for run, m in zip(runs, split_metrics(out, K))]
 
 
+def _rows(tensors, K: int) -> Tensor:
+    """Per-parameter tensors of K runs (stacked ``[K, ...]``, or one run's own ``[...]`` for K = 1)
+    as one ``[K, P]``: run k's parameters flattened, in order."""
+    return torch.cat([t.reshape(K, -1) for t in tensors], 1)
+
+
 def _set_rows(params: list[Tensor], flat: Tensor) -> None:
-    """Stacked parameters ``[K, ...]`` from their flattened rows ``[K, P]``."""
+    """Parameters (stacked ``[K, ...]``, or one run's own for K = 1) from their rows ``[K, P]``."""
     offset = 0
     for p in params:
-        n = p[0].numel()
-        p.copy_(flat[:, offset:offset + n].view_as(p))
+        n = p.numel() // flat.shape[0]
+        p.copy_(flat[:, offset:offset + n].reshape(p.shape))
         offset += n
