@@ -13,7 +13,7 @@ from algos.advantages import discounted_returns, normalize
 from algos.base import (Algorithm, HorizonRollout, Metrics, check_choice, check_lr, check_max_grad_norm,
                         check_positive, fit_value)
 from algos.losses import aggregate, policy_gradient
-from algos.stack import split_metrics
+from algos.stack import RunStack, split_metrics
 
 
 @dataclass
@@ -64,17 +64,13 @@ class Reinforce(Algorithm):
             self.vf_optimizer = self.make_optimizer(agent.value_parameters(), cfg.vf_lr)
 
     def update(self, batch):
-        returns, advantages = self.advantages(batch)
-        logp = self.agent.dist(batch.obs).log_prob(batch.actions)
-        loss = aggregate(policy_gradient(logp, advantages), batch.mask, "token-mean")
-        self.gradient_step(self.optimizer, loss, self.policy_params, self.cfg.max_grad_norm)
-        vf_optimizer = self.vf_optimizer if self.resolved_needs.critic else None
-        return self.finish_update(finish(self, self.cfg, batch, returns, loss, logp, batch.logp_old, vf_optimizer))
+        """This run alone: ``update_together`` on a stack of one (one update, written for K runs)."""
+        return self.update_together(RunStack.of_one(self, batch), [batch])[0]
 
     @classmethod
     def update_together(cls, stack, batches):
-        """``update`` of K runs at once (``algos/stack.py``): one stacked gradient step, the critics
-        fitted as one stack."""
+        """The update of the K runs of ``stack`` (``algos/stack.py``; K = 1 for a run alone): one
+        stacked gradient step, the critics fitted as one stack."""
         prepared = [run.advantages(batch) for run, batch in zip(stack.algos, batches)]
         returns, advantages = (stack.stack_steps([p[i] for p in prepared]) for i in (0, 1))
         cfg, batch = stack.algos[0].cfg, stack.batch
@@ -104,7 +100,7 @@ class Reinforce(Algorithm):
 
 def finish(owner, cfg: ReinforceConfig, batch, returns, loss, logp, logp_old, vf_optimizer) -> dict:
     """The update's metrics, after regressing the critic on the returns where there is one
-    (``vf_optimizer``). ``owner``: the algorithm, or the ``RunStack`` of several runs."""
+    (``vf_optimizer``). ``owner``: the ``RunStack`` of the runs (one for a run alone)."""
     metrics = Metrics()
     metrics.add(policy_loss=loss, first_ratio_error=(logp - logp_old).abs().amax((-2, -1)))
     if vf_optimizer is not None:

@@ -23,9 +23,10 @@ How a stacked update is the runs' own updates:
 Bit-identical whatever K and whichever runs share the stack (``tests/test_invariance.py``): a
 lone run of a stackable algorithm trains as a stack of one (``harness/train.py``), and every
 kernel here gives run k's slice the same bits at any K (``suites/mujoco.py``'s
-``stacked_linear``; ``per_run``'s tensors). PPO's and TRPO's lone ``update`` is
-``update_together`` on a stack of one (``RunStack.of_one``; ``OneRunAgent`` for an agent no suite
-stacks); the lone ``update`` that reinforce still has agrees to ~1e-7 (``tests/test_stack.py``).
+``stacked_linear``; ``per_run``'s tensors). The lone ``update`` of a stackable algorithm is
+``update_together`` on a stack of one (``RunStack.of_one``; ``OneRunAgent``, with the run's own
+optimizer, for an agent no suite stacks: such a run never shares a stack, and on an MLP it agrees
+with the suite's stacked agent of one to ~1e-7, ``tests/test_stack.py``).
 Everything else (collection, advantages, the per-run bookkeeping) runs the lone code.
 """
 from __future__ import annotations
