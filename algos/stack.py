@@ -94,11 +94,11 @@ class StackedBatch:
 class StackedAdam:
     """Adam (Kingma & Ba 2015, as ``torch.optim.Adam``) on stacked parameters, per run.
 
-    ``runs``: each run's ``(optimizer, params)``, ``params`` in the order of the stacked leaves.
-    ``leaves``: the stacked parameters ``[K, *shape]``. The moments and step counts are read from each run's optimizer state on creation and
-    written back by ``write_back``; the learning rate of each run is its optimizer's current
-    one (the run's schedule set it). ``clip_grad_norms_`` clips each run's gradient to its own
-    norm. The moments are kept flat (``[K, P]``, P the parameters of one run): an update is a
+    ``leaves``: the stacked parameters ``[K, *shape]``; ``runs``: each run's ``(optimizer, params)``,
+    ``params`` in the order of the stacked leaves. The moments and step counts are read from each
+    run's optimizer state on creation and written back by ``write_back``; the learning rate of each
+    run is its optimizer's current one (the run's schedule set it). ``clip_grad_norms_`` clips each
+    run's gradient to its own norm. The moments are kept flat (``[K, P]``, P the parameters of one run): an update is a
     handful of operations whatever the number of parameter tensors.
     """
 

@@ -68,7 +68,8 @@ def differences(dir_a: Path, dir_b: Path) -> list[str]:
                 if x != y and column not in first:
                     first[column] = i + 1
         if first:
-            out.append(f"{name}: " + ", ".join(f"{c} from row {r}" for c, r in sorted(first.items(), key=lambda x: x[1])))
+            by_row = sorted(first.items(), key=lambda x: x[1])
+            out.append(f"{name}: " + ", ".join(f"{c} from row {r}" for c, r in by_row))
     return out
 
 
