@@ -6,7 +6,7 @@ An algorithm file picks an advantage estimator (``advantages.py``), a policy obj
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
+from abc import ABC
 from dataclasses import dataclass, fields
 from typing import Any, Callable, ClassVar, Iterator
 
@@ -250,10 +250,13 @@ class Algorithm(ABC):
     def load_extra_state(self, state: dict[str, Any]) -> None:
         pass
 
-    # -- the batched engine (algos/stack.py) -------------------------------------------
-    # An algorithm that can train K runs as one stacked model implements ``update_together``,
-    # names the options that may differ between the runs of a stack, and says which configs
-    # it can stack. The planner stacks runs whose configs agree on every other option.
+    # -- the update: one method, written for K runs ---------------------------------------
+    # A run alone is a stack of one (algos/stack.py): the harness calls ``update_runs`` with the
+    # runs of a stack, K = 1 included, so a run's numbers do not depend on its stack. An algorithm
+    # that can train K runs as one stacked model writes ``update_runs``, names the options that may
+    # differ between the runs of a stack and says which configs it can stack; the planner stacks
+    # runs whose configs agree on every other option. A new algorithm may instead write
+    # ``update(batch)`` for one run: it is never stacked.
 
     per_run_options: ClassVar[tuple[str, ...]] = ()
 
@@ -262,15 +265,25 @@ class Algorithm(ABC):
         return False
 
     @classmethod
-    def update_together(cls, stack, batches: list[Batch]) -> list[dict[str, float]]:
-        """``update`` of each run of ``stack`` (a ``RunStack``) on its batch, as one stacked update."""
-        raise NotImplementedError(f"{cls.name} trains one run at a time")
+    def update_runs(cls, stack: RunStack) -> list[dict[str, float]]:
+        """The update of each run of ``stack`` (a ``RunStack``) on its batch, as one stacked update;
+        returns each run's scalar metrics. Here: an algorithm written for one run (``update``), on
+        its stack of one."""
+        if len(stack) != 1:
+            raise NotImplementedError(f"{cls.name} trains one run at a time")
+        return [stack.algos[0].update(stack.batch.batches[0])]
 
-    # -- the one method a new algorithm writes ----------------------------------------
-
-    @abstractmethod
     def update(self, batch: Batch) -> dict[str, float]:
-        """Consume one batch, change the agent, return scalar metrics."""
+        """Consume one batch, change the agent, return scalar metrics: this run's ``update_runs``
+        on a stack of one (``RunStack.of_one``)."""
+        return type(self).update_runs(RunStack.of_one(self, batch))[0]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" in vars(cls) and cls.update is Algorithm.update \
+                and cls.update_runs.__func__ is Algorithm.update_runs.__func__:
+            raise TypeError(f"algorithm {cls.name} writes its update: update_runs(stack) for K runs, "
+                            f"or update(batch) for one")
 
 
 def value_loss(values: Tensor, returns: Tensor, mask: Tensor | None, values_old: Tensor | None = None,

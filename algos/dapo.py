@@ -52,6 +52,7 @@ def overlong_penalty(lengths: torch.Tensor, length_limit: int, buffer: int) -> t
 class DAPO(GRPO):
     name = "dapo"
     Config = DAPOConfig
+    per_run_options = GRPO.per_run_options + ("clip_eps_low", "clip_eps_high", "overlong_coef", "overlong_buffer")
 
     def clip_range(self):
         return self.cfg.clip_eps_low, self.cfg.clip_eps_high

@@ -8,11 +8,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
+from typing import ClassVar
 
 from algos.advantages import group_relative
 from algos.base import (DIAGNOSTICS, Algorithm, GroupRollout, Metrics, check_choice, check_lr,
                         check_max_grad_norm, check_positive, check_range, clipped_epochs)
 from algos.losses import AGGREGATION_MODES, KL_ESTIMATORS, aggregate, clipped_surrogate, kl_estimate
+from algos.stack import RunStack, per_run, split_metrics
 
 
 @dataclass
@@ -55,6 +58,15 @@ class GRPO(Algorithm):
         self.params = agent.policy_parameters()
         self.optimizer = self.make_optimizer(self.params, cfg.lr)
 
+    # What may differ between the runs of a stack (algos/stack.py): numbers each run reads alone
+    # (its scores' shaping, its optimizer's step size) or as a per-run tensor (the clip range)
+    per_run_options: ClassVar[tuple[str, ...]] = ("lr", "clip_eps")
+
+    @classmethod
+    def stackable(cls, cfg: GRPOConfig) -> bool:
+        # the last epoch's diagnostics are gathered per minibatch (not per run of a stack)
+        return cfg.diagnostics == "after_update"
+
     def clip_range(self) -> tuple[float, float]:
         """(eps_low, eps_high) of the clipped surrogate; DAPO raises eps_high."""
         return self.cfg.clip_eps, self.cfg.clip_eps
@@ -68,9 +80,8 @@ class GRPO(Algorithm):
         per_column = group_relative(self.shaped_scores(batch), batch.groups, scale=self.cfg.scale_rewards)
         return per_column.unsqueeze(0) * batch.mask
 
-    def objective(self, dist, logp, mb, metrics: Metrics):
+    def objective(self, dist, logp, mb, metrics: Metrics, eps_low, eps_high):
         """Per token, to minimise: -min(r A, clip(r, 1 - eps_low, 1 + eps_high) A) + beta KL_k3(pi || pi_ref)."""
-        eps_low, eps_high = self.clip_range()
         per_token = clipped_surrogate(logp, mb["logp_old"], mb["advantages"], eps_low, eps_high)
         if self.cfg.kl_coef:
             kl_ref = kl_estimate(logp, mb["logp_ref"], self.cfg.kl_estimator)
@@ -78,15 +89,22 @@ class GRPO(Algorithm):
             metrics.add(kl_ref=aggregate(kl_ref, mb["mask"], "token-mean"))
         return per_token
 
-    def update(self, batch):
-        cfg = self.cfg
-        per_step = {"advantages": self.advantages(batch)}
+    @classmethod
+    def update_runs(cls, stack: RunStack) -> list[dict[str, float]]:
+        """The update of the K runs of ``stack`` (``algos/stack.py``; K = 1 for a run alone): each
+        run's group-relative advantages, then K epochs of minibatches of whole columns, the
+        objective aggregated as ``loss_agg`` says, every run's minibatch in one stacked pass."""
+        batches = stack.batch.batches
+        runs, cfg = stack.algos, stack.algos[0].cfg    # the options the runs of a stack share
+        per_step = {"advantages": stack.stack_steps([run.advantages(b) for run, b in zip(runs, batches)])}
         if cfg.kl_coef:
-            per_step["logp_ref"] = self.reference_logp(batch)
-        # K epochs of minibatches of whole columns, the objective aggregated as loss_agg says
+            per_step["logp_ref"] = stack.stack_steps([run.reference_logp(b) for run, b in zip(runs, batches)])
+        eps_low, eps_high = (per_run([run.clip_range()[side] for run in runs], like=per_step["advantages"], dims=2)
+                             for side in (0, 1))
         out = clipped_epochs(
-            self, batch, self.objective, aggregation=cfg.loss_agg, by="column",
-            num_epochs=cfg.num_epochs, num_minibatches=cfg.num_minibatches,
-            optimizer=self.optimizer, params=self.params, max_grad_norm=cfg.max_grad_norm,
-            clip=self.clip_range(), diagnostics=cfg.diagnostics, **per_step)
-        return self.finish_update(out)
+            stack, stack.batch, partial(runs[0].objective, eps_low=eps_low, eps_high=eps_high),
+            aggregation=cfg.loss_agg, by="column", num_epochs=cfg.num_epochs, num_minibatches=cfg.num_minibatches,
+            optimizer=stack.optimizers["optimizer"], params=None, max_grad_norm=cfg.max_grad_norm,
+            clip=(eps_low, eps_high), diagnostics=cfg.diagnostics, **per_step)
+        stack.write_back()
+        return [run.finish_update(m) for run, m in zip(runs, split_metrics(out, len(stack)))]

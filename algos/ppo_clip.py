@@ -77,15 +77,12 @@ class PPOClip(Algorithm):
         """L^CLIP per step (eq. 7), to minimise; PPO-KL overrides this and ``penalty``."""
         return clipped_surrogate(logp, mb["logp_old"], mb["advantages"], clip_eps)
 
-    def update(self, batch):
-        """This run alone: ``update_together`` on a stack of one (one update, written for K runs)."""
-        return self.update_together(RunStack.of_one(self, batch), [batch])[0]
-
     @classmethod
-    def update_together(cls, stack: RunStack, batches) -> list[dict[str, float]]:
+    def update_runs(cls, stack: RunStack) -> list[dict[str, float]]:
         """The update of the K runs of ``stack`` (``algos/stack.py``; K = 1 for a run alone): GAE,
         then L^CLIP + c1 L^VF - c2 S for K epochs of minibatches of M steps, every run's minibatch
         in one stacked pass."""
+        batches = stack.batch.batches
         prepared = [run.prepare(batch) for run, batch in zip(stack.algos, batches)]
         advantages, returns = (stack.stack_steps([p[i] for p in prepared]) for i in (0, 1))
         clip_eps = per_run([p[2] for p in prepared], like=advantages, dims=2)

@@ -63,14 +63,11 @@ class Reinforce(Algorithm):
         if self.resolved_needs.critic:
             self.vf_optimizer = self.make_optimizer(agent.value_parameters(), cfg.vf_lr)
 
-    def update(self, batch):
-        """This run alone: ``update_together`` on a stack of one (one update, written for K runs)."""
-        return self.update_together(RunStack.of_one(self, batch), [batch])[0]
-
     @classmethod
-    def update_together(cls, stack, batches):
+    def update_runs(cls, stack: RunStack) -> list[dict[str, float]]:
         """The update of the K runs of ``stack`` (``algos/stack.py``; K = 1 for a run alone): one
         stacked gradient step, the critics fitted as one stack."""
+        batches = stack.batch.batches
         prepared = [run.advantages(batch) for run, batch in zip(stack.algos, batches)]
         returns, advantages = (stack.stack_steps([p[i] for p in prepared]) for i in (0, 1))
         cfg, batch = stack.algos[0].cfg, stack.batch

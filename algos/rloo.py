@@ -8,11 +8,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
+from typing import ClassVar
 
 from algos.advantages import leave_one_out
 from algos.base import (Algorithm, GroupRollout, Metrics, check_lr, check_max_grad_norm, check_positive,
                         check_range, clipped_epochs)
 from algos.losses import clipped_surrogate, policy_gradient
+from algos.stack import RunStack, per_run, split_metrics
 
 
 @dataclass
@@ -51,14 +54,23 @@ class RLOO(Algorithm):
         self.params = agent.policy_parameters()
         self.optimizer = self.make_optimizer(self.params, cfg.lr)
 
-    def objective(self, dist, logp, mb, metrics: Metrics):
+    # What may differ between the runs of a stack (algos/stack.py): the optimizer's step size, the
+    # KL weight folded into each run's own rewards, and the clip range (a per-run tensor)
+    per_run_options: ClassVar[tuple[str, ...]] = ("lr", "clip_eps")
+
+    @classmethod
+    def stackable(cls, cfg: RLOOConfig) -> bool:
+        return True
+
+    def objective(self, dist, logp, mb, metrics: Metrics, clip_eps):
         """Per token, to minimise: REINFORCE's -A_i log pi(a_t|s_t) (one epoch), or PPO's clipped
         surrogate on A_i (the epochs option)."""
         if self.cfg.num_epochs == 1:
             return policy_gradient(logp, mb["advantages"])
-        return clipped_surrogate(logp, mb["logp_old"], mb["advantages"], self.cfg.clip_eps)
+        return clipped_surrogate(logp, mb["logp_old"], mb["advantages"], clip_eps)
 
-    def update(self, batch):
+    def advantages(self, batch) -> tuple:
+        """The leave-one-out advantage of each column, broadcast over its steps; the extra metrics."""
         cfg = self.cfg
         extra = {}
         rewards = batch.scores
@@ -69,11 +81,23 @@ class RLOO(Algorithm):
         advantages = leave_one_out(rewards, batch.groups)
         if cfg.adv_norm:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-        # each sequence's token sum (the whole output is one action), mean over sequences
+        return advantages.unsqueeze(0) * batch.mask, extra | {"reward_with_kl": float(rewards.mean())}
+
+    @classmethod
+    def update_runs(cls, stack: RunStack) -> list[dict[str, float]]:
+        """The update of the K runs of ``stack`` (``algos/stack.py``; K = 1 for a run alone): each
+        run's leave-one-out advantages, then one gradient step on each sequence's token sum (the
+        whole output is one action), mean over sequences; every run in one stacked pass."""
+        batches = stack.batch.batches
+        runs, cfg = stack.algos, stack.algos[0].cfg    # the options the runs of a stack share
+        prepared = [run.advantages(b) for run, b in zip(runs, batches)]
+        advantages = stack.stack_steps([p[0] for p in prepared])
+        clip_eps = per_run([run.cfg.clip_eps for run in runs], like=advantages, dims=2)
         out = clipped_epochs(
-            self, batch, self.objective, aggregation="seq-mean-token-sum", by="column",
-            num_epochs=cfg.num_epochs, num_minibatches=cfg.num_minibatches,
-            optimizer=self.optimizer, params=self.params, max_grad_norm=cfg.max_grad_norm,
-            clip=(cfg.clip_eps, cfg.clip_eps) if cfg.num_epochs > 1 else None,
-            advantages=advantages.unsqueeze(0) * batch.mask)
-        return self.finish_update(out | extra | {"reward_with_kl": float(rewards.mean())})
+            stack, stack.batch, partial(runs[0].objective, clip_eps=clip_eps), aggregation="seq-mean-token-sum",
+            by="column", num_epochs=cfg.num_epochs, num_minibatches=cfg.num_minibatches,
+            optimizer=stack.optimizers["optimizer"], params=None, max_grad_norm=cfg.max_grad_norm,
+            clip=(clip_eps, clip_eps) if cfg.num_epochs > 1 else None, advantages=advantages)
+        stack.write_back()
+        return [run.finish_update(m | extra)
+                for run, (_, extra), m in zip(runs, prepared, split_metrics(out, len(stack)))]

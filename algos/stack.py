@@ -23,11 +23,12 @@ How a stacked update is the runs' own updates:
 Bit-identical whatever K and whichever runs share the stack (``tests/test_invariance.py``): a
 lone run of a stackable algorithm trains as a stack of one (``harness/train.py``), and every
 kernel here gives run k's slice the same bits at any K (``suites/mujoco.py``'s
-``stacked_linear``; ``per_run``'s tensors). The lone ``update`` of a stackable algorithm is
-``update_together`` on a stack of one (``RunStack.of_one``; ``OneRunAgent``, with the run's own
-optimizer, for an agent no suite stacks: such a run never shares a stack, and on an MLP it agrees
-with the suite's stacked agent of one to ~1e-7, ``tests/test_stack.py``).
-Everything else (collection, advantages, the per-run bookkeeping) runs the lone code.
+``stacked_linear``; ``per_run``'s tensors; group batches padded to the length limit). Every
+algorithm has one update, ``update_runs``, written for K runs; ``Algorithm.update(batch)`` is it
+on a stack of one (``RunStack.of_one``; ``OneRunAgent``, with the run's own optimizer, for an
+agent no suite stacks: such a run never shares a stack, and on an MLP it agrees with the suite's
+stacked agent of one to ~1e-7, ``tests/test_stack.py``). Everything else (collection,
+advantages, the per-run bookkeeping) runs each run's own code.
 """
 from __future__ import annotations
 
@@ -73,9 +74,10 @@ class StackedBatch:
         self.batches = batches
         self.splittable_steps = all(b.splittable_steps for b in batches)
         self.num_columns = batches[0].num_columns
-        self.num_steps = batches[0].num_steps
-        if any(b.num_steps != self.num_steps for b in batches):
-            raise ValueError("the runs of a stack have the same number of valid steps per batch")
+        # a horizon batch's valid steps are the same for every run (what the minibatches of steps
+        # are cut by); group batches of whole episodes differ (None) and are cut by column
+        steps = {b.num_steps for b in batches}
+        self.num_steps = steps.pop() if len(steps) == 1 else None
         self._stacked: dict[str, Tensor] = {}
 
     def stacked(self, name: str) -> Tensor:

@@ -125,18 +125,15 @@ class TRPO(Algorithm):
             return part["obs"], part["mask"]
         return batch.obs, batch.mask
 
-    def update(self, batch):
-        """This run alone: ``update_together`` on a stack of one (one update, written for K runs)."""
-        return self.update_together(RunStack.of_one(self, batch), [batch])[0]
-
     @classmethod
-    def update_together(cls, stack, batches):
+    def update_runs(cls, stack: RunStack) -> list[dict[str, float]]:
         """The update of the K runs of ``stack`` (``algos/stack.py``; K = 1 for a run alone): the
         surrogate's gradient, the Fisher-vector products and the conjugate gradient of every run in
         one stacked pass (a block-diagonal Fisher matrix: each run's own), the line search per run
         (a run keeps the first step it accepts while the others try shorter ones), the critics
         fitted as one stack. The Fisher-vector products use a random part of each run's batch
         (``fvp_fraction``; rllab's subsample_factor): they dominate the cost (double backward)."""
+        batches = stack.batch.batches
         runs, cfg, K = stack.algos, stack.algos[0].cfg, len(stack)
         prepared = [run.advantages(batch) for run, batch in zip(runs, batches)]
         advantages, returns = (stack.stack_steps([p[i] for p in prepared]) for i in (0, 1))

@@ -303,14 +303,19 @@ class GroupCollector:
     A column of the batch is one whole episode, padded with ``mask = 0``; its score is the
     episode's return. Group ids increase over the run, so groups drawn for one update
     (DAPO's dynamic sampling) never collide.
+
+    ``pad_to``: every batch is padded to this many steps (the length limit), whatever its longest
+    episode. A suite whose runs train in stacks asks for it (``Suite.make_collector``): the runs of
+    a stack need batches of one shape, and a run's numbers must not depend on its stack, so a run
+    alone pads to the same fixed length (the padded steps are masked out of every loss).
     """
 
-    def __init__(self, envs, num_groups: int, seed: int, length_limit: int | None):
+    def __init__(self, envs, num_groups: int, seed: int, length_limit: int | None, pad_to: int | None = None):
         # ``envs``: G gymnasium environments, or a group environment of G (``reset_same`` and
         # ``step_rows``, as ``core.envs.ListGroupEnv``; ``suites/mujoco_vec.py`` steps them in one call)
         from core.envs import ListGroupEnv
         self.group_env = ListGroupEnv(envs) if isinstance(envs, (list, tuple)) else envs
-        self.num_groups, self.length_limit = num_groups, length_limit
+        self.num_groups, self.length_limit, self.pad_to = num_groups, length_limit, pad_to
         self.rng = np.random.default_rng(seed)
         self.global_step = 0
         self.next_group = 0
@@ -325,6 +330,10 @@ class GroupCollector:
             columns += group_columns
             episodes += group_episodes
         horizon = max(len(c["obs"]) for c in columns)
+        if self.pad_to is not None:
+            if horizon > self.pad_to:
+                raise ValueError(f"an episode of {horizon} steps is longer than the padded length {self.pad_to}")
+            horizon = self.pad_to
         M = len(columns)
         first_obs = columns[0]["obs"][0]
         obs = np.zeros((horizon, M, *first_obs.shape), dtype=_storage_dtype(first_obs))

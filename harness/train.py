@@ -219,45 +219,33 @@ class _Member:
 
 
 def _train_members(members: list[_Member], progress, on_checkpoint) -> None:
+    """The training loop of ``train_batch``: one path for a run alone and for a stack of K (a run
+    alone is a stack of one: ``algos/stack.py``, tested in tests/test_invariance.py)."""
     first = members[0].run
     suite = suites.get(first.suite)
     suite_cfg = suite.Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in first.suite_cfg.items()})
     algo_cls = algos.get(first.algo)
     cfgs = [algo_cls.Config(**m.run.algo_cfg) for m in members]
     needs = algo_cls.needs(cfgs[0])
-    alone = len(members) == 1
-    # An algorithm and suite that can stack train a lone run as a stack of one: one update path, so
-    # that a run's numbers do not depend on whether the planner stacked it (tests/test_invariance.py).
+    # where the algorithm and the suite can stack, even a lone run trains through the suite's stacked
+    # agent (of one), the kernels of every stack; otherwise (Atari, llm_toy) it never shares a stack
     stacks = algo_cls.stackable(cfgs[0]) and suite.stackable(first.env, suite_cfg)
     for m, cfg in zip(members, cfgs):
         m.build(suite, suite_cfg, cfg)
-        if alone:   # a lone run builds its collector right after its agent (the RNG order of every engine before)
-            m.start(algo_cls, *suite.make_collector(first.env, suite_cfg, needs, cfg, m.run.seed))
-    if not alone:
-        collectors = suite.make_collectors(first.env, suite_cfg, needs, cfgs, [m.run.seed for m in members])
-        for m, (collector, steps_per_batch) in zip(members, collectors):
-            m.start(algo_cls, collector, steps_per_batch)
+    collectors = suite.make_collectors(first.env, suite_cfg, needs, cfgs, [m.run.seed for m in members])
+    for m, (collector, steps_per_batch) in zip(members, collectors):
+        m.start(algo_cls, collector, steps_per_batch)
 
     while active := [m for m in members if m.training]:
         for m in active:
             m.evaluate_if_due(suite)
         collect_start = time.perf_counter()
-        if alone:
-            results = [active[0].algo.collect(active[0].collector, active[0].agent)]
-        else:   # the stackable algorithms collect with the shared collector (no collect hook)
-            results = [(b, e, {}) for b, e in collect_together([m.collector for m in active], [m.agent for m in active])]
+        results = _collect(active, needs)
         for m, (_, _, extra) in zip(active, results):
             # A collector may report its own per-batch numbers (LLM: generation tokens/s, KL to the reference).
             extra.update(m.collector.metrics() if hasattr(m.collector, "metrics") else {})
         update_start = time.perf_counter()
-        batches = [b for b, _, _ in results]
-        if all(b is None for b in batches):
-            updates = [None] * len(active)
-        elif alone and not stacks:
-            updates = [active[0].algo.update(batches[0])]
-        else:
-            stack = RunStack([m.algo for m in active], suite.stack_agents([m.agent for m in active]), batches)
-            updates = algo_cls.update_together(stack, batches)
+        updates = _update(algo_cls, suite, stacks, active, [b for b, _, _ in results])
         update_end = time.perf_counter()
         for m, (batch, episodes, extra), metrics in zip(active, results, updates):
             if metrics is not None:
@@ -273,6 +261,37 @@ def _train_members(members: list[_Member], progress, on_checkpoint) -> None:
     for m in members:   # resumed from a checkpoint written after its last update: only the end is left
         if m.record["status"] == "running":
             m.finish(suite)
+
+
+def _collect(active: list[_Member], needs) -> list[tuple]:
+    """One batch of each active run: ``(batch, finished episodes, extra metrics)``. Fixed-horizon
+    runs of a stack step their environments together (``collect_together``, which is also what a
+    lone run's collector does); group rollouts collect run by run, through the algorithm's
+    ``collect`` (DAPO's dynamic sampling draws until its batch is full)."""
+    if len(active) > 1 and needs.rollout == "horizon":
+        return [(b, e, {}) for b, e in collect_together([m.collector for m in active], [m.agent for m in active])]
+    return [m.algo.collect(m.collector, m.agent) for m in active]
+
+
+def _update(algo_cls, suite, stacks: bool, active: list[_Member], batches: list) -> list[dict | None]:
+    """Each active run's update metrics (None where it has no batch to learn from this time): the
+    runs with a batch, as stacks of runs whose batches have one shape (a DAPO batch may keep fewer
+    columns than its stack-mates'), each through ``update_runs``."""
+    updates: list[dict | None] = [None] * len(active)
+    shapes: dict[tuple, list[int]] = {}
+    for i, batch in enumerate(batches):
+        if batch is not None:
+            shapes.setdefault(tuple(batch.mask.shape), []).append(i)
+    for part in shapes.values():
+        runs = [active[i] for i in part]
+        agent = suite.stack_agents([m.agent for m in runs]) if stacks else None
+        if agent is None and len(runs) > 1:
+            raise RuntimeError(f"{algo_cls.name} on suite {suite.name} cannot train runs as a stack")
+        stack = (RunStack([m.algo for m in runs], agent, [batches[i] for i in part]) if agent is not None
+                 else RunStack.of_one(runs[0].algo, batches[part[0]]))
+        for i, metrics in zip(part, algo_cls.update_runs(stack)):
+            updates[i] = metrics
+    return updates
 
 
 def _write_rows(run_dir: Path, state: RunState) -> dict[str, str]:

@@ -122,7 +122,9 @@ class Suite(ABC):
             return collector, algo_cfg.num_envs * algo_cfg.num_steps
         group_env = self.make_group_env(env_id, cfg, algo_cfg.group_size)
         limit = group_env.max_episode_steps
-        collector = GroupCollector(group_env, algo_cfg.num_groups, seed, limit)
+        # a suite that stacks runs pads every group batch to the length limit (one shape in any stack)
+        pad_to = limit if self.stackable(env_id, cfg) else None
+        collector = GroupCollector(group_env, algo_cfg.num_groups, seed, limit, pad_to)
         # Episodes vary in length; the length limit gives a lower bound on the number of updates.
         return collector, algo_cfg.group_size * algo_cfg.num_groups * (limit or 1000)
 

@@ -469,9 +469,9 @@ class MujocoSuite(Suite):
         from core.envs import split_rows
         from core.rollout import HorizonCollector, RewardScaler
         from suites.mujoco_vec import make_mujoco_vec_env
-        counts = [a.num_envs for a in algo_cfgs]
-        shared = make_mujoco_vec_env(env_id, sum(counts)) if needs.rollout == "horizon" else None
-        if shared is None:
+        counts = [a.num_envs for a in algo_cfgs] if needs.rollout == "horizon" else None
+        shared = make_mujoco_vec_env(env_id, sum(counts)) if counts is not None else None
+        if shared is None:   # group rollouts: each run's own group environment
             return super().make_collectors(env_id, cfg, needs, algo_cfgs, seeds)
         out = []
         for rows, a, seed in zip(split_rows(shared, counts), algo_cfgs, seeds):

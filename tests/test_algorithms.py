@@ -448,7 +448,7 @@ def test_rloo_kl_in_reward_and_loss_match_formula():
 
 @pytest.mark.parametrize("name", ["ppo_clip", "ppo_kl"])
 def test_ppo_alone_is_a_stack_of_one_for_any_agent(name):
-    """The lone update runs through ``update_together`` on a stack of one (``OneRunAgent``): here
+    """The lone update runs through ``update_runs`` on a stack of one (``OneRunAgent``): here
     with a categorical policy (PPO-KL's closed-form KL through ``OneRunDist``), whole-column
     minibatches (a batch whose steps do not split, as a sequence model's) and ``last_epoch``
     diagnostics. The first ratio is exactly 1, the numbers finite, the agent's own weights move."""

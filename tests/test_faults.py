@@ -287,14 +287,10 @@ def test_failing_runs_are_marked_failed_and_the_sweep_carries_on(tmp_path, capsy
 def test_a_run_that_raises_is_failed_with_its_error(tmp_path, monkeypatch):
     cls = algos.get("ppo_clip")
 
-    def update(self, batch):
+    def update_runs(cls, stack):   # every run trains through it (a run alone: a stack of one)
         raise RuntimeError("simulated bug in an update")
 
-    def update_together(cls, stack, batches):   # a lone ppo_clip run on MuJoCo trains as a stack of one
-        raise RuntimeError("simulated bug in an update")
-
-    monkeypatch.setattr(cls, "update", update)
-    monkeypatch.setattr(cls, "update_together", classmethod(update_together))
+    monkeypatch.setattr(cls, "update_runs", classmethod(update_runs))
     (run,) = plan_tiny(tmp_path, "steps=512")
     rec = train(run)
     assert rec["status"] == "failed" and rec["error"] == "RuntimeError: simulated bug in an update"

@@ -322,17 +322,17 @@ def test_is_done_rejects_truncated_files(tmp_path):
 
 def test_nan_loss_fails_the_run_at_its_update(tmp_path, monkeypatch):
     cls = algos.get("ppo_clip")
-    original = cls.update_together   # a lone ppo_clip run on MuJoCo trains as a stack of one
+    original = cls.update_runs   # every run trains through it (a run alone: a stack of one)
     calls = []
 
-    def update_together(cls, stack, batches):
-        metrics = original(stack, batches)
+    def update_runs(cls, stack):
+        metrics = original(stack)
         calls.append(1)
         if len(calls) == 3:
             metrics[0]["policy_loss"] = float("nan")
         return metrics
 
-    monkeypatch.setattr(cls, "update_together", classmethod(update_together))
+    monkeypatch.setattr(cls, "update_runs", classmethod(update_runs))
     (run,) = plan(tmp_path, *TINY, steps=256 * 6)
     record = train(run)
     assert record["status"] == "failed"

@@ -25,8 +25,11 @@ from harness.train import train_batch
 FILES = ("episodes.csv", "evals.csv", "metrics.csv")
 STEPS, NUM_STEPS = 2048, 512          # 4 updates
 PPO_SMALL = [f"algo.num_steps={NUM_STEPS}", "algo.minibatch_size=128", "algo.num_epochs=2"]
+GROUP_SMALL = ["algo.group_size=4", "algo.num_groups=2", "algo.num_minibatches=2"]   # ~8 updates
 SMALL = {"ppo_clip": PPO_SMALL, "ppo_kl": PPO_SMALL, "trpo": [f"algo.num_steps={NUM_STEPS}"],
-         "reinforce": [f"algo.num_steps={NUM_STEPS}"]}
+         "reinforce": [f"algo.num_steps={NUM_STEPS}"],
+         "grpo": GROUP_SMALL + ["algo.num_epochs=2"], "dapo": GROUP_SMALL + ["algo.num_epochs=2"],
+         "rloo": GROUP_SMALL}
 
 # Table 1's settings in the test (of the eleven of suites/mujoco.py's grids["table1"])
 TABLE1 = [
@@ -95,24 +98,33 @@ def train_as_planned(runs, batch_runs: int) -> None:
         assert all(r["status"] == "done" for r in records), [r.get("error") for r in records]
 
 
-CASES = {
-    "ppo_clip-Hopper": ("ppo_clip", "Hopper-v5", {}),
-    "ppo_kl-Hopper": ("ppo_kl", "Hopper-v5", {}),
-    "trpo-Hopper": ("trpo", "Hopper-v5", {}),
-    "reinforce-Hopper": ("reinforce", "Hopper-v5", {}),
+CASES = {   # (algorithm, environment, top-level words, algorithm options)
+    "ppo_clip-Hopper": ("ppo_clip", "Hopper-v5", {}, {}),
+    "ppo_kl-Hopper": ("ppo_kl", "Hopper-v5", {}, {}),
+    "trpo-Hopper": ("trpo", "Hopper-v5", {}, {}),
+    "reinforce-Hopper": ("reinforce", "Hopper-v5", {}, {}),
     # CleanRL's code-level options: minibatch advantage whitening, value clipping, gradient-norm
     # clipping, reward scaling, orthogonal initialisation
-    "ppo_clip-Hopper-cleanrl": ("ppo_clip", "Hopper-v5", {"preset": "cleanrl"}),
+    "ppo_clip-Hopper-cleanrl": ("ppo_clip", "Hopper-v5", {"preset": "cleanrl"}, {}),
     # one action: the policy's output layer has width 1
-    "ppo_clip-InvertedPendulum": ("ppo_clip", "InvertedPendulum-v5", {}),
-    "trpo-InvertedPendulum": ("trpo", "InvertedPendulum-v5", {}),
+    "ppo_clip-InvertedPendulum": ("ppo_clip", "InvertedPendulum-v5", {}, {}),
+    "trpo-InvertedPendulum": ("trpo", "InvertedPendulum-v5", {}, {}),
+    # the group algorithms: batches of whole episodes (padded to the length limit), minibatches of
+    # whole columns; with a KL penalty toward pi_ref, and RLOO's clipped epochs
+    "grpo-Hopper": ("grpo", "Hopper-v5", {}, {}),
+    "grpo-Hopper-kl": ("grpo", "Hopper-v5", {}, {"kl_coef": "0.04"}),
+    "grpo-InvertedPendulum": ("grpo", "InvertedPendulum-v5", {}, {}),
+    "rloo-Hopper": ("rloo", "Hopper-v5", {}, {}),
+    "rloo-Hopper-epochs": ("rloo", "Hopper-v5", {}, {"num_epochs": "2", "kl_coef": "0.05"}),
+    "dapo-Hopper": ("dapo", "Hopper-v5", {}, {}),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_seeds_alone_and_stacked_write_the_same_numbers(tmp_path, case):
-    algo, env, top = CASES[case]
-    alone, stacked = plan(tmp_path / "alone", algo, env, **top), plan(tmp_path / "stacked", algo, env, **top)
+    algo, env, top, options = CASES[case]
+    alone = plan(tmp_path / "alone", algo, env, options=options, **top)
+    stacked = plan(tmp_path / "stacked", algo, env, options=options, **top)
     assert [len(u) for u in plan_batches(stacked, 2, jobs=1)] == [2]
     train_as_planned(alone, 1)
     train_as_planned(stacked, 2)

@@ -2,7 +2,7 @@
 
 Each case builds K runs (different seeds and numeric options), collects one batch per run,
 and updates copies of them twice: alone (``algo.update``) and stacked
-(``update_together``). The first minibatch's gradients, the logged losses and the
+(``update_runs``). The first minibatch's gradients, the logged losses and the
 parameters after the update must agree to 1e-5 relative (a batched matrix product sums in
 another order than a lone one: not bit-identical)."""
 import copy
@@ -89,6 +89,9 @@ CASES = {
                                                        for lr in (1e-3, 1e-2)]),
     "reinforce, mean baseline": ("reinforce", [{"baseline": "mean"}] * 2),
     "trpo, two trust regions": ("trpo", [{"max_kl": 0.01}, {"max_kl": 0.02}, {"max_kl": 0.01}]),
+    "grpo, clip epsilons and a KL to pi_ref": ("grpo", [{"clip_eps": e, "kl_coef": 0.04} for e in (0.1, 0.2, 0.3)]),
+    "rloo, clipped epochs": ("rloo", [{"num_epochs": 2, "clip_eps": e, "lr": lr} for e, lr in ((0.2, 3e-4), (0.1, 1e-4))]),
+    "dapo, clip-higher": ("dapo", [{"clip_eps_high": e} for e in (0.28, 0.2)]),
     "trpo, Fisher on the whole batch": ("trpo", [{"fvp_fraction": 1.0, "max_kl": m} for m in (0.005, 0.05)]),
 }
 
@@ -123,7 +126,7 @@ def test_a_stacked_update_is_each_runs_own_update(case):
         return step(*args, **kwargs)
 
     optimizer.step = spy
-    metrics_together = cls.update_together(stack, [b for _, _, b in together])
+    metrics_together = cls.update_runs(stack)
 
     for k, ((agent_a, algo_a, _), (agent_t, algo_t, _)) in enumerate(zip(alone, together)):
         for g_alone, g_stacked in zip(first_grads_alone[k], first_grads_stacked[0]):
@@ -352,8 +355,9 @@ def test_plan_batches_groups_what_can_stack_and_splits_it_evenly():
         keys = {stack_key(r) for r in unit}
         assert len(keys) == 1                                      # one kind of run per process
         by_key.setdefault(keys.pop(), []).append(len(unit))
-    assert by_key.pop(None) == [1] * 10                            # grpo: one run per process
-    assert len(by_key) == 4 and all(sum(v) == 5 and max(v) - min(v) <= 1 for v in by_key.values())
+    # grpo stacks too (its seeds, per environment); a config the stacked update does not cover trains alone
+    assert len(by_key) == 6 and all(sum(v) == 5 and max(v) - min(v) <= 1 for v in by_key.values())
+    assert stack_key(plan("/tmp/unused", "algo.diagnostics=last_epoch", algo="grpo", env="Hopper-v5")[0]) is None
     assert sorted(r.run_id for u in units for r in u) == sorted(r.run_id for r in runs)
     sizes = [sum(r.steps for r in u) for u in units]
     assert sizes == sorted(sizes, reverse=True)                    # the largest processes start first
@@ -431,3 +435,30 @@ def read_metrics(run_dir):
     import csv
     with open(run_dir / "metrics.csv", newline="") as f:
         return list(csv.DictReader(f))
+
+
+def test_runs_whose_batches_differ_in_shape_update_as_separate_stacks_of_their_own_numbers():
+    """DAPO's dynamic sampling may keep fewer groups in one run's batch than in its stack-mates':
+    the harness then updates the runs of each batch shape as their own stack in the same step
+    (``harness.train._update``), and each run's new weights are bit-identical to its update alone
+    (a stack of one through the suite's stacked agent, as a lone run trains); a run without a batch
+    gets no update."""
+    from types import SimpleNamespace
+
+    from harness.train import _update
+    cls, runs = _runs("dapo", [{}, {"clip_eps_high": 0.3}, {}], num_epochs=2)
+    suite = suites.get("mujoco")
+    agent, algo, batch = runs[1]
+    first_group = batch.groups == batch.groups[0]
+    runs[1] = (agent, algo, batch.select_columns(torch.nonzero(first_group, as_tuple=True)[0]))
+    assert runs[1][2].num_columns < runs[0][2].num_columns == runs[2][2].num_columns
+    alone, together = _clone(runs), _clone(runs)
+    for agent, algo, batch in alone:
+        cls.update_runs(RunStack([algo], suite.stack_agents([agent]), [batch]))
+    members = [SimpleNamespace(algo=a, agent=g) for g, a, _ in together]
+    batches = [b for _, _, b in together]
+    updates = _update(cls, suite, True, members + [SimpleNamespace(algo=None, agent=None)], batches + [None])
+    assert updates[3] is None and all(isinstance(u, dict) for u in updates[:3])
+    for k, ((agent_a, _, _), (agent_t, _, _)) in enumerate(zip(alone, together)):
+        for p_a, p_t in zip(agent_a.parameters(), agent_t.parameters()):
+            assert torch.equal(p_a, p_t), f"run {k}: its weights depend on the runs it updated beside"
