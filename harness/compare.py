@@ -54,11 +54,13 @@ PROTOCOL_KEYS = ("scale", "env", "steps", "eval_every", "eval_episodes", "device
 STORED, OWN = "results_dir", "compare's folder"     # where a run that exists was found
 KEYS = {"candidate": str, "baseline": str, "suite": str, "results_dir": str, "jobs": int, "seeds": int,
         "threads": int, "reps": int, "scale": str, "env": str, "steps": int, "eval_every": int,
-        "eval_episodes": int, "device": str, "allow_protocol_diff": bool, "plan": bool}
+        "eval_episodes": int, "device": str, "allow_protocol_diff": bool, "plan": bool, "archive": str,
+        "json": str}
 
 USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [results_dir=results]
            [scale=smoke|quick|paper] [env=A,B] [steps=N] [seeds=N] [eval_every=N] [eval_episodes=N]
            [device=cpu] [jobs=N] [threads=N] [reps=2000] [allow_protocol_diff=false] [plan=false]
+           [archive=DIR] [json=PATH]
 
   X and Y are labels: algo[+key=value...], e.g. ppo_clip+clip_eps=0.3 (a variant registered in
   algos/ is just its name). With any of scale= env= steps= eval_every= eval_episodes= device=, both
@@ -72,7 +74,15 @@ USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [re
   Exit 2: bad input, or a setting differs that X does not ask for (allow_protocol_diff=true
   compares anyway, and says so). plan=true prints the plan (each side's runs: done, resuming from
   step N, or new; the time estimate), checks the input as compare does, and exits 0 without running,
-  comparing or writing anything."""
+  comparing or writing anything.
+
+  archive=DIR takes the baseline's runs from an archive (e.g. docs/paper_mujoco/archive, the paper's
+  protocol): its done runs of Y fix the protocol (environments, seeds, budget, evaluations; env= and
+  seeds=N narrow them), only X runs. First Y's canaries are rerun (a few seconds per environment): if
+  today's code no longer computes what the archive's code did, compare refuses (exit 2) unless
+  allow_protocol_diff=true, and the verdict then says so. json=PATH also writes the verdict, the
+  test, the seeds per side, the per-environment and aggregate differences with their CIs and the
+  protocol check as JSON (for a CI to gate on; exit codes as above)."""
 
 
 def _parse(words: list[str]) -> dict:
@@ -95,7 +105,8 @@ def main(argv: list[str]) -> int:
             results_dir=args.get("results_dir", "results"), jobs=args.get("jobs"), seeds=args.get("seeds"),
             reps=args.get("reps", stats.DEFAULT_REPS), threads=args.get("threads"),
             protocol={k: args[k] for k in PROTOCOL_KEYS if k in args},
-            allow_protocol_diff=args.get("allow_protocol_diff", False), plan=args.get("plan", False))
+            allow_protocol_diff=args.get("allow_protocol_diff", False), plan=args.get("plan", False),
+            archive=args.get("archive"), json_path=args.get("json"))
         return 0 if comparison is None else comparison.exit_code
     except AnalysisError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -157,7 +168,8 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
                 jobs: int | None = None, seeds: int | None = None, reps: int = stats.DEFAULT_REPS,
                 out: TextIO | None = None, err: TextIO | None = None, executor: Callable | None = None,
                 measure_random: Callable[[str], dict] | None = None, protocol: dict | None = None,
-                threads: int | None = None, allow_protocol_diff: bool = False, plan: bool = False) -> Comparison | None:
+                threads: int | None = None, allow_protocol_diff: bool = False, plan: bool = False,
+                archive: str | Path | None = None, json_path: str | Path | None = None) -> Comparison | None:
     """Make sure both sides' runs exist at one protocol (see the module docstring), run the missing
     ones with ``executor`` (default ``harness.executor.run_local``), then compare the stored results.
     Raises AnalysisError on bad input or a refused protocol; nothing stored is deleted or overwritten.
@@ -175,6 +187,12 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
     if unknown:
         raise AnalysisError(f"compare: {', '.join(unknown)} do not fix a protocol; valid: {', '.join(PROTOCOL_KEYS)}")
     common = {"suite": suite, "results_dir": str(root)}
+    if json_path is not None:
+        _check_json_path(Path(json_path))
+    if archive is not None:
+        return _compare_with_archive(candidate, baseline, suite, root, Path(archive), jobs, seeds, reps, out, err,
+                                     executor, measure_random, protocol, threads, allow_protocol_diff, plan,
+                                     json_path)
 
     if protocol:
         words = {**common, **protocol, **({"seeds": str(seeds)} if seeds else {})}
@@ -277,9 +295,200 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
     if todo:
         _run(units, jobs, executor)
     run_dirs = [path for side in sides for path, _ in side[2].values()] + [r.run_dir for r in todo]
-    return compare_stored(candidate, baseline, suite, root, pairs=wanted, steps=steps, reps=reps,
-                          allow_protocol_diff=allow_protocol_diff, out=out, err=err, measure_random=measure_random,
-                          run_dirs=run_dirs)
+    comparison = compare_stored(candidate, baseline, suite, root, pairs=wanted, steps=steps, reps=reps,
+                                allow_protocol_diff=allow_protocol_diff, out=out, err=err,
+                                measure_random=measure_random, run_dirs=run_dirs)
+    if json_path is not None:
+        write_verdict_json(Path(json_path), comparison, alpha=None)
+    return comparison
+
+
+# ---------------------------------------------------------------------------------------
+# baselines from an archive
+
+ARCHIVED = "the archive"
+
+
+def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path, archive: Path, jobs, seeds, reps,
+                          out: TextIO, err: TextIO, executor, measure_random, protocol: dict, threads,
+                          allow_protocol_diff: bool, plan: bool, json_path) -> Comparison | None:
+    """``compare ... archive=DIR``: the baseline's runs are the archive's done runs of it (their
+    resolved configs fix the protocol), only the candidate's missing runs are made, and the
+    baseline's canaries (``harness/canary.py``) decide whether the archive's runs are what today's
+    code would make. Every refusal comes before anything runs or is written."""
+    from analysis.archive import load_archive
+    from core.archived import ArchiveError, archived_runs
+    from harness.canary import CanaryError, check_canaries
+    extra = sorted(set(protocol) - {"env"})
+    if extra:
+        raise AnalysisError(f"compare: archive= takes the protocol from the archived baseline; {', '.join(extra)} "
+                            f"cannot change it (env= and seeds= narrow it)")
+    if not archive.is_dir():
+        raise AnalysisError(f"archive {archive} does not exist (e.g. archive=docs/paper_mujoco/archive)")
+    try:
+        records = archived_runs(archive, suite)
+    except ArchiveError as exc:
+        raise AnalysisError(str(exc)) from None
+    summary = load_archive(archive)     # AnalysisError where its tables are missing or unreadable
+    base = [r for r in records.values() if r.get("label") == baseline and r.get("status") == "done"]
+    if not base:
+        have = sorted({r["label"] for r in records.values() if r.get("status") == "done" and "+" not in r["label"]})
+        raise AnalysisError(f"archive {archive} holds no done run of baseline {baseline}"
+                            + (f"; its algorithms: {', '.join(have)}" if have else ""))
+    budgets = pd.Series([int(r["steps"]) for r in base]).value_counts()
+    steps = int(budgets.index[0])
+    base = [r for r in base if int(r["steps"]) == steps]
+    envs = sorted({r["env"] for r in base})
+    if "env" in protocol:
+        asked = [e.strip() for e in protocol["env"].split(",") if e.strip()]
+        missing = [e for e in asked if e not in envs]
+        if missing:
+            raise AnalysisError(f"archive {archive} holds no done run of {baseline} on {', '.join(missing)}; "
+                                f"valid: {', '.join(envs)}")
+        envs = asked
+    held = sorted({int(r["seed"]) for r in base})
+    if seeds is not None:
+        if seeds > len(held) or held[:seeds] != list(range(seeds)):
+            raise AnalysisError(f"archive {archive} holds seeds {', '.join(map(str, held))} of {baseline}; "
+                                f"seeds={seeds} asks for more")
+        held = list(range(seeds))
+    base = [r for r in base if r["env"] in envs and int(r["seed"]) in held]
+    wanted = {(r["env"], int(r["seed"])) for r in base}
+    config = base[0]["config"]
+    words = {"suite": suite, "results_dir": str(root), "env": ",".join(envs), "seeds": str(max(held) + 1),
+             "steps": str(steps)}
+    for key in ("eval_every", "eval_episodes", "checkpoint_every", "device"):
+        if config.get(key) is not None:
+            words[key] = str(config[key])
+    planned_x = plan_label(candidate, words)
+    candidate = _canonical(candidate, planned_x, err)
+    if candidate == baseline:
+        raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")
+    home = compare_home(root, config)
+    planned_x = [dataclasses.replace(r, results_dir=str(home)) for r in planned_x if (r.env, r.seed) in wanted]
+    exists, todo = {}, []
+    for r in planned_x:
+        stored = dataclasses.replace(r, results_dir=str(root))   # where a sweep with these keys keeps it
+        if is_done(stored.run_dir) and _clash(stored) is None:
+            exists[(r.env, r.seed)] = (stored.run_dir, STORED)
+            continue
+        problem = _clash(r)
+        if problem:
+            raise AnalysisError(problem)
+        if is_done(r.run_dir):
+            exists[(r.env, r.seed)] = (r.run_dir, OWN)
+        else:
+            todo.append(r)
+    sides = [(candidate, planned_x, exists, todo),
+             (baseline, [], {(r["env"], int(r["seed"])): (Path(r["path"]), ARCHIVED) for r in base}, [])]
+    x_configs = {**{k: (read_run_json(path) or {}).get("config") for k, (path, _) in exists.items()},
+                 **{(r.env, r.seed): dataclasses.asdict(r) for r in todo}}
+    diffs = protocol_differences(candidate, baseline, suite, x_configs,
+                                 {(r["env"], int(r["seed"])): r["config"] for r in base})
+    if todo:
+        try:
+            check_results_dir(home, len(todo))
+        except ResultsDirError as exc:
+            raise AnalysisError(str(exc)) from None
+    units, jobs = _processes(todo, jobs, threads) if todo else ([], 1)
+    source = f"the archive {archive} ({len(base)} done run(s) of {baseline} at steps={steps:,})"
+    _print_plan(out, suite, source, steps, wanted, sides, config, units, jobs, root, home, detail=plan)
+    if refused(diffs) and not allow_protocol_diff:
+        print(format_protocol(diffs, candidate, baseline), file=out)
+        raise protocol_error(diffs, candidate)
+    print(f"  canaries: rerunning {baseline}'s short runs on {len(envs)} environment(s) with today's code", file=out)
+    try:
+        stale = check_canaries(archive, baseline, suite, envs, plan_label)
+    except CanaryError as exc:
+        raise AnalysisError(str(exc)) from None
+    if stale and not allow_protocol_diff:
+        raise AnalysisError(f"the archive's {baseline} runs are not what today's code makes: {stale[0]}"
+                            + (f" (and {len(stale) - 1} more)" if len(stale) > 1 else "")
+                            + "; rerun the baseline, or allow_protocol_diff=true to compare anyway")
+    if plan:
+        print("plan=true: nothing was run or written (without it, compare "
+              + (f"runs the {len(todo)} missing run(s), then compares" if todo else "compares now") + ")", file=out)
+        return None
+    if todo:
+        _run(units, jobs, executor)
+    comparison = _compare_archived(candidate, baseline, suite, root, archive, summary, wanted, steps,
+                                   [path for path, _ in exists.values()] + [r.run_dir for r in todo], reps,
+                                   out, err, measure_random, diffs, allow_protocol_diff, stale)
+    if json_path is not None:
+        write_verdict_json(Path(json_path), comparison, alpha=None, archive=archive)
+    return comparison
+
+
+def _compare_archived(candidate: str, baseline: str, suite: str, root: Path, archive: Path, summary, wanted: set,
+                      steps: int, x_dirs: list, reps: int, out: TextIO, err: TextIO, measure_random, diffs,
+                      allow_protocol_diff: bool, stale: list[str]) -> Comparison:
+    """The comparison of the candidate's run folders against the archive's scores of the baseline."""
+    from analysis.compare import compare_scores, format_comparison
+    from analysis.scores import random_scores, run_scores, score_sources, scoring
+    score_kind = scoring(suite)["score"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResultsWarning)
+        results = load_results(root, suite, steps=steps, sources=score_sources(score_kind), labels=(candidate,),
+                               run_dirs=x_dirs)
+    x = run_scores(results, score_kind, suite)
+    y = run_scores(summary, score_kind, suite)
+    y = y[y["label"] == baseline]
+    pick = lambda t: t[[(e, int(s)) in wanted for e, s in zip(t["env"], t["seed"])]]   # noqa: E731
+    scores = pd.concat([pick(x), pick(y)], ignore_index=True)
+    for label in (candidate, baseline):
+        if not (scores["label"] == label).any():
+            raise AnalysisError(f"{label} has no score ({scoring(suite)['name']}) on the compared runs")
+    random = None
+    if scoring(suite)["normalise"] == "random-best":
+        random, problems = random_scores(archive, suite, sorted(set(scores["env"])), measure_random)
+        for p in problems:
+            print(f"note: {p}", file=err)
+    elif scoring(suite)["normalise"] == "human":
+        from analysis.reference import atari49, atari_game
+        table = atari49().set_index("game")
+        random = {e: float(table.loc[atari_game(e), "random"]) for e in set(scores["env"]) if atari_game(e)}
+    comparison = compare_scores(scores, candidate, baseline, random, reps, suite, steps)
+    comparison.protocol = diffs
+    comparison.protocol_overridden = bool(refused(diffs)) or bool(stale)
+    comparison.notes.append(f"baseline {baseline}: the archive's runs ({archive})"
+                            + (", its canaries rerun and matched" if not stale else ""))
+    if stale:
+        comparison.notes.append(f"allow_protocol_diff=true: the archive's {baseline} runs are NOT what today's code "
+                                f"makes ({stale[0]}); this verdict compares against another code's baseline")
+    print(format_comparison(comparison), file=out)
+    return comparison
+
+
+def _check_json_path(path: Path) -> None:
+    """A json= path that cannot be written is refused before anything runs."""
+    if path.is_dir():
+        raise AnalysisError(f"json={path} is a folder; give a file path")
+    if not path.parent.exists() and str(path.parent) not in ("", "."):
+        raise AnalysisError(f"json={path}: the folder {path.parent} does not exist")
+
+
+def write_verdict_json(path: Path, c: Comparison, alpha: float | None, archive: Path | None = None) -> None:
+    """The verdict for machines (a research group's CI): what the exit code says and why."""
+    import json
+    from core.results import atomic_write_text
+
+    def triple(t):
+        return None if t is None else {"value": t[0], "low": t[1], "high": t[2]}
+    doc = {
+        "candidate": c.candidate, "baseline": c.baseline, "suite": c.suite, "steps": c.steps,
+        "verdict": c.verdict, "exit_code": c.exit_code, "reason": c.reason,
+        "test": "stratified bootstrap of P(X > Y) (rliable), 95% CI; better/worse when the CI excludes 0.5",
+        "alpha": alpha, "seeds": {"candidate": c.seeds, "baseline": c.seeds},
+        "seeds_needed": c.seeds_needed,
+        "baseline_source": str(archive) if archive is not None else "runs",
+        "aggregate": {"difference": triple(c.aggregate_diff), "candidate_mean": c.aggregate_mean_x,
+                      "baseline_mean": c.aggregate_mean_y, "probability_of_improvement": triple(c.poi)},
+        "environments": [dataclasses.asdict(e) if dataclasses.is_dataclass(e) else e for e in c.envs],
+        "protocol": {"differences": [dataclasses.asdict(d) for d in c.protocol],
+                     "overridden": c.protocol_overridden},
+        "notes": list(c.notes),
+    }
+    atomic_write_text(path, json.dumps(doc, indent=1, default=float) + "\n")
 
 
 def compare_home(root: Path, config: dict) -> Path:

@@ -1,0 +1,101 @@
+"""compare with the baseline from an archive (issue 30): only the candidate runs, the baseline's
+canaries guard against an archive whose code no longer computes what today's code computes, the
+verdict is also written as JSON, and bad input is refused in one line before anything is written.
+
+A tiny archive made here (ppo_clip on Hopper-v5, 2 seeds, 4,096 steps), its canaries written with
+this code, as ``scripts/write_canaries.py`` writes them."""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from algos.ppo_clip import PPOClip
+from harness.compare import main as compare_main
+
+ENV = "Hopper-v5"
+SMALL = ["steps=4096", "eval_every=2048", "eval_episodes=1"]
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory) -> Path:
+    from analysis.cli import main as analysis_main
+    from harness.cli import main as cli_main
+    import scripts.write_canaries as write_canaries
+    root = tmp_path_factory.mktemp("archive")
+    assert cli_main(["suite=mujoco", "algo=ppo_clip", f"env={ENV}", "seeds=2", *SMALL, "jobs=1",
+                     f"results_dir={root / 'results'}", "report=false"]) == 0
+    assert analysis_main(["report", "suite=mujoco", f"results_dir={root / 'results'}",
+                          f"save_archive={root / 'archive'}", f"out_dir={root / 'report'}"]) == 0
+    assert write_canaries.main([str(root / "archive")]) == 0
+    return root / "archive"
+
+
+def compare(*words: str) -> int:
+    return compare_main(["compare", "suite=mujoco", *words])
+
+
+def test_only_the_candidate_runs_and_the_verdict_is_written_as_json(archive, tmp_path):
+    verdict = tmp_path / "verdict.json"
+    code = compare("candidate=ppo_clip+lr=0.001", "baseline=ppo_clip", f"archive={archive}",
+                   f"results_dir={tmp_path / 'r'}", f"json={verdict}", "jobs=1")
+    assert code in (0, 1, 3)
+    made = sorted(p.parent.parent.name for p in (tmp_path / "r").rglob("run.json"))
+    assert made == ["ppo_clip+lr=0.001"] * 2           # the baseline's runs are the archive's
+    doc = json.loads(verdict.read_text())
+    assert doc["exit_code"] == code and doc["verdict"] in ("better", "worse", "inconclusive")
+    assert doc["baseline_source"] == str(archive) and doc["seeds"] == {"candidate": 2, "baseline": 2}
+    assert [e["env"] for e in doc["environments"]] == [ENV] and doc["environments"][0]["n_y"] == 2
+    assert doc["protocol"]["differences"][0]["setting"] == "algo.lr" and not doc["protocol"]["overridden"]
+
+
+def test_a_changed_loss_is_refused_by_the_canary_and_allowed_only_when_asked(archive, tmp_path, monkeypatch, capsys):
+    original = PPOClip.objective
+
+    def doubled(self, *args, **kwargs):     # a deliberately changed loss: today's code is not the archive's
+        return 2 * original(self, *args, **kwargs)
+    monkeypatch.setattr(PPOClip, "objective", doubled)
+    words = ["candidate=ppo_clip+lr=0.001", "baseline=ppo_clip", f"archive={archive}", "jobs=1"]
+    assert compare(*words, f"results_dir={tmp_path / 'r'}") == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("error: the archive's ppo_clip runs are not what today's code makes: ppo_clip on Hopper-v5")
+    assert "allow_protocol_diff=true" in line and "\n" not in line
+    assert not (tmp_path / "r").exists()                 # refused before anything was written
+    verdict = tmp_path / "v.json"
+    assert compare(*words, f"results_dir={tmp_path / 'r'}", "allow_protocol_diff=true", f"json={verdict}") in (0, 1, 3)
+    doc = json.loads(verdict.read_text())
+    assert doc["protocol"]["overridden"] and any("NOT what today's code makes" in n for n in doc["notes"])
+
+
+def test_bad_input_is_one_line_exit_2_and_nothing_written(archive, tmp_path, capsys):
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(archive, corrupt)
+    (corrupt / "runs.jsonl.gz").write_bytes(b"not gzip")
+    other = tmp_path / "other"
+    shutil.copytree(archive, other)
+    meta = json.loads((other / "archive.json").read_text())
+    (other / "archive.json").write_text(json.dumps({**meta, "suite": "llm_toy"}))
+    results = tmp_path / "r"
+    cases = {
+        "missing": ([f"archive={tmp_path / 'nowhere'}"], "does not exist"),
+        "corrupt": ([f"archive={corrupt}"], "unreadable"),
+        "another suite": ([f"archive={other}"], "holds suite llm_toy, not mujoco"),
+        "same setting": ([f"archive={archive}", "candidate=ppo_clip"], "same setting"),
+        "same setting, spelled otherwise": ([f"archive={archive}", "candidate=ppo_clip+lr=0.0003"], "same setting"),
+        "baseline not archived": ([f"archive={archive}", "baseline=trpo"], "holds no done run of baseline trpo"),
+        "more seeds than archived": ([f"archive={archive}", "seeds=3"], "seeds=3 asks for more"),
+        "a protocol key": ([f"archive={archive}", "steps=2048"], "cannot change it"),
+        "json into a folder": ([f"archive={archive}", f"json={tmp_path}"], "is a folder"),
+    }
+    for name, (words, message) in cases.items():
+        given = {w.split("=")[0] for w in words}
+        base = [w for w in ("candidate=ppo_clip+lr=0.001", "baseline=ppo_clip") if w.split("=")[0] not in given]
+        assert compare(*base, *words, f"results_dir={results}") == 2, name
+        errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and message in errors[0], (name, errors)
+        assert not results.exists(), name
+    with gzip.open(archive / "runs.jsonl.gz", "rt") as f:   # the archive itself is untouched
+        assert sum(1 for _ in f) == 2
