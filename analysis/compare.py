@@ -93,6 +93,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     protocol: list[ProtocolDifference] = field(default_factory=list)   # every setting that differs
     protocol_overridden: bool = False                       # refused differences compared anyway (allow_protocol_diff)
+    scores: Any = None                                      # the compared runs' scores (env, label, seed, score)
 
     @property
     def exit_code(self) -> int:
@@ -469,6 +470,7 @@ def compare_stored(candidate: str, baseline: str, suite: str = "mujoco", results
         table = atari49().set_index("game")
         random = {e: float(table.loc[atari_game(e), "random"]) for e in set(scores["env"]) if atari_game(e)}
     comparison = compare_scores(scores, candidate, baseline, random, reps, suite, int(steps or 0))
+    comparison.scores = scores
     comparison.protocol = diffs
     comparison.protocol_overridden = bool(refused(diffs))
     common = sorted(set(x_runs) & set(y_runs))

@@ -347,15 +347,15 @@ def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path,
                                 f"valid: {', '.join(envs)}")
         envs = asked
     held = sorted({int(r["seed"]) for r in base})
-    if seeds is not None:
-        if seeds > len(held) or held[:seeds] != list(range(seeds)):
-            raise AnalysisError(f"archive {archive} holds seeds {', '.join(map(str, held))} of {baseline}; "
-                                f"seeds={seeds} asks for more")
-        held = list(range(seeds))
-    base = [r for r in base if r["env"] in envs and int(r["seed"]) in held]
-    wanted = {(r["env"], int(r["seed"])) for r in base}
+    count = len(held) if seeds is None else seeds
+    if held[:min(count, len(held))] != list(range(min(count, len(held)))):
+        raise AnalysisError(f"archive {archive} holds seeds {', '.join(map(str, held))} of {baseline}, not seeds "
+                            f"0..{len(held) - 1}: give seeds= at most {next(i for i, s in enumerate(held) if s != i)}")
+    base = [r for r in base if r["env"] in envs and int(r["seed"]) < count]
+    archived_pairs = {(r["env"], int(r["seed"])) for r in base}
+    wanted = {(e, s) for e in envs for s in range(count)}
     config = base[0]["config"]
-    words = {"suite": suite, "results_dir": str(root), "env": ",".join(envs), "seeds": str(max(held) + 1),
+    words = {"suite": suite, "results_dir": str(root), "env": ",".join(envs), "seeds": str(count),
              "steps": str(steps)}
     for key in ("eval_every", "eval_episodes", "checkpoint_every", "device"):
         if config.get(key) is not None:
@@ -365,26 +365,21 @@ def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path,
     if candidate == baseline:
         raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")
     home = compare_home(root, config)
-    planned_x = [dataclasses.replace(r, results_dir=str(home)) for r in planned_x if (r.env, r.seed) in wanted]
-    exists, todo = {}, []
-    for r in planned_x:
-        stored = dataclasses.replace(r, results_dir=str(root))   # where a sweep with these keys keeps it
-        if is_done(stored.run_dir) and _clash(stored) is None:
-            exists[(r.env, r.seed)] = (stored.run_dir, STORED)
-            continue
-        problem = _clash(r)
-        if problem:
-            raise AnalysisError(problem)
-        if is_done(r.run_dir):
-            exists[(r.env, r.seed)] = (r.run_dir, OWN)
-        else:
-            todo.append(r)
+    # past the seeds the archive holds, the baseline runs too (planned as the candidate, at the archive's protocol)
+    planned_y = plan_label(baseline, words) if wanted - archived_pairs else []
+    planned_x, planned_y = ([dataclasses.replace(r, results_dir=str(home)) for r in planned if (r.env, r.seed) in pairs]
+                            for planned, pairs in ((planned_x, wanted), (planned_y, wanted - archived_pairs)))
+    exists, todo = _existing_or_todo(planned_x, root)
+    exists_y, todo_y = _existing_or_todo(planned_y, root)
     sides = [(candidate, planned_x, exists, todo),
-             (baseline, [], {(r["env"], int(r["seed"])): (Path(r["path"]), ARCHIVED) for r in base}, [])]
-    x_configs = {**{k: (read_run_json(path) or {}).get("config") for k, (path, _) in exists.items()},
-                 **{(r.env, r.seed): dataclasses.asdict(r) for r in todo}}
-    diffs = protocol_differences(candidate, baseline, suite, x_configs,
-                                 {(r["env"], int(r["seed"])): r["config"] for r in base})
+             (baseline, planned_y, {**{(r["env"], int(r["seed"])): (Path(r["path"]), ARCHIVED) for r in base},
+                                    **exists_y}, todo_y)]
+    y_configs = {(r["env"], int(r["seed"])): r["config"] for r in base}
+    diffs = protocol_differences(candidate, baseline, suite, _configs(exists, todo),
+                                 {**y_configs, **_configs(exists_y, todo_y)})
+    x_dirs = [path for path, _ in exists.values()] + [r.run_dir for r in todo]
+    y_dirs = [path for path, _ in exists_y.values()] + [r.run_dir for r in todo_y]
+    todo = todo + todo_y
     if todo:
         try:
             check_results_dir(home, len(todo))
@@ -411,30 +406,59 @@ def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path,
         return None
     if todo:
         _run(units, jobs, executor)
-    comparison = _compare_archived(candidate, baseline, suite, root, archive, summary, wanted, steps,
-                                   [path for path, _ in exists.values()] + [r.run_dir for r in todo], reps,
-                                   out, err, measure_random, diffs, allow_protocol_diff, stale)
+    comparison = _compare_archived(candidate, baseline, suite, root, archive, summary, wanted, archived_pairs, steps,
+                                   x_dirs, y_dirs, reps, out, err, measure_random, diffs, stale)
     if json_path is not None:
         write_verdict_json(Path(json_path), comparison, alpha=None, archive=archive)
     return comparison
 
 
+def _existing_or_todo(planned: list[RunConfig], root: Path) -> tuple[dict, list[RunConfig]]:
+    """Which planned runs exist done (a sweep's of this protocol under ``root``, or compare's own)
+    and which are to run; a done run of another protocol where one goes is refused."""
+    exists, todo = {}, []
+    for r in planned:
+        stored = dataclasses.replace(r, results_dir=str(root))   # where a sweep with these keys keeps it
+        if is_done(stored.run_dir) and _clash(stored) is None:
+            exists[(r.env, r.seed)] = (stored.run_dir, STORED)
+            continue
+        problem = _clash(r)
+        if problem:
+            raise AnalysisError(problem)
+        if is_done(r.run_dir):
+            exists[(r.env, r.seed)] = (r.run_dir, OWN)
+        else:
+            todo.append(r)
+    return exists, todo
+
+
+def _configs(exists: dict, todo: list[RunConfig]) -> dict:
+    """The resolved configs of a side's runs by (env, seed): stored ones' run.json, planned ones'."""
+    return {**{k: (read_run_json(path) or {}).get("config") for k, (path, _) in exists.items()},
+            **{(r.env, r.seed): dataclasses.asdict(r) for r in todo}}
+
+
 def _compare_archived(candidate: str, baseline: str, suite: str, root: Path, archive: Path, summary, wanted: set,
-                      steps: int, x_dirs: list, reps: int, out: TextIO, err: TextIO, measure_random, diffs,
-                      allow_protocol_diff: bool, stale: list[str]) -> Comparison:
-    """The comparison of the candidate's run folders against the archive's scores of the baseline."""
+                      archived_pairs: set, steps: int, x_dirs: list, y_dirs: list, reps: int, out: TextIO,
+                      err: TextIO, measure_random, diffs, stale: list[str]) -> Comparison:
+    """The comparison of the candidate's run folders against the archive's scores of the baseline
+    (and the baseline's own runs past the seeds the archive holds, ``y_dirs``)."""
     from analysis.compare import compare_scores, format_comparison
     from analysis.scores import random_scores, run_scores, score_sources, scoring
     score_kind = scoring(suite)["score"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResultsWarning)
-        results = load_results(root, suite, steps=steps, sources=score_sources(score_kind), labels=(candidate,),
-                               run_dirs=x_dirs)
-    x = run_scores(results, score_kind, suite)
-    y = run_scores(summary, score_kind, suite)
-    y = y[y["label"] == baseline]
-    pick = lambda t: t[[(e, int(s)) in wanted for e, s in zip(t["env"], t["seed"])]]   # noqa: E731
-    scores = pd.concat([pick(x), pick(y)], ignore_index=True)
+        results = load_results(root, suite, steps=steps, sources=score_sources(score_kind),
+                               labels=(candidate, baseline), run_dirs=x_dirs + y_dirs)
+    fresh = run_scores(results, score_kind, suite)
+    archived = run_scores(summary, score_kind, suite)
+    archived = archived[archived["label"] == baseline]
+
+    def pick(t, pairs):
+        return t[[(e, int(s)) in pairs for e, s in zip(t["env"], t["seed"])]]
+    scores = pd.concat([pick(fresh[fresh["label"] == candidate], wanted),
+                        pick(fresh[fresh["label"] == baseline], wanted - archived_pairs),
+                        pick(archived, archived_pairs)], ignore_index=True)
     for label in (candidate, baseline):
         if not (scores["label"] == label).any():
             raise AnalysisError(f"{label} has no score ({scoring(suite)['name']}) on the compared runs")
@@ -448,9 +472,12 @@ def _compare_archived(candidate: str, baseline: str, suite: str, root: Path, arc
         table = atari49().set_index("game")
         random = {e: float(table.loc[atari_game(e), "random"]) for e in set(scores["env"]) if atari_game(e)}
     comparison = compare_scores(scores, candidate, baseline, random, reps, suite, steps)
+    comparison.scores = scores
     comparison.protocol = diffs
     comparison.protocol_overridden = bool(refused(diffs)) or bool(stale)
-    comparison.notes.append(f"baseline {baseline}: the archive's runs ({archive})"
+    comparison.notes.append(f"baseline {baseline}: the archive's runs ({archive}, {len(archived_pairs)} of them)"
+                            + (f" and {len(wanted) - len(archived_pairs)} run(s) past the seeds it holds"
+                               if wanted - archived_pairs else "")
                             + (", its canaries rerun and matched" if not stale else ""))
     if stale:
         comparison.notes.append(f"allow_protocol_diff=true: the archive's {baseline} runs are NOT what today's code "

@@ -86,7 +86,6 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(archive, tmp_path, cap
         "same setting": ([f"archive={archive}", "candidate=ppo_clip"], "same setting"),
         "same setting, spelled otherwise": ([f"archive={archive}", "candidate=ppo_clip+lr=0.0003"], "same setting"),
         "baseline not archived": ([f"archive={archive}", "baseline=trpo"], "holds no done run of baseline trpo"),
-        "more seeds than archived": ([f"archive={archive}", "seeds=3"], "seeds=3 asks for more"),
         "a protocol key": ([f"archive={archive}", "steps=2048"], "cannot change it"),
         "json into a folder": ([f"archive={archive}", f"json={tmp_path}"], "is a folder"),
     }
@@ -99,3 +98,14 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(archive, tmp_path, cap
         assert not results.exists(), name
     with gzip.open(archive / "runs.jsonl.gz", "rt") as f:   # the archive itself is untouched
         assert sum(1 for _ in f) == 2
+
+
+def test_seeds_past_the_archive_run_the_baseline_too(archive, tmp_path, capsys):
+    """The archive holds seeds 0-1: seeds=3 plans seed 2 of both sides, at the archive's protocol."""
+    assert compare("candidate=ppo_clip+lr=0.001", "baseline=ppo_clip", f"archive={archive}", "seeds=3", "plan=true",
+                   f"results_dir={tmp_path / 'r'}") == 0
+    text = capsys.readouterr().out
+    assert "X = ppo_clip+lr=0.001: 0 of 3 run(s) exist, 0 resume, 3 new" in text
+    assert "Y = ppo_clip: 2 of 3 run(s) exist, 0 resume, 1 new" in text
+    assert f"{ENV}/ppo_clip/seed2: new" in text and f"{ENV}/ppo_clip/seed0: done (exists in the archive)" in text
+    assert not (tmp_path / "r").exists()
