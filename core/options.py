@@ -45,7 +45,7 @@ def field_defaults(config_cls: type) -> dict[str, Any]:
 def parse_key_values(command: str, words: list[str], valid: dict[str, type],
                      error: type[Exception]) -> dict[str, Any]:
     """``key=value`` words of a command into ``{key: value}``, typed by ``valid`` (int: positive;
-    bool; str: non-empty). Any problem raises ``error`` with one line that names the valid keys."""
+    float; bool; str: non-empty). Any problem raises ``error`` with one line that names the valid keys."""
     out: dict[str, Any] = {}
     for word in words:
         if "=" not in word:
@@ -62,6 +62,11 @@ def parse_key_values(command: str, words: list[str], valid: dict[str, type],
                 raise error(f"{command}: {key}={value!r}: expected an integer") from None
             if out[key] <= 0:
                 raise error(f"{command}: {key}={value} must be a positive integer")
+        elif valid[key] is float:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                raise error(f"{command}: {key}={value!r}: expected a number") from None
         elif valid[key] is bool:
             if value.lower() not in TRUE_WORDS + FALSE_WORDS:
                 raise error(f"{command}: {key}={value!r}: expected true or false")

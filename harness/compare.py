@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import io
 import os
 import sys
 import warnings
@@ -52,15 +53,15 @@ from harness.plan import run_start
 # The sweep keys that fix the protocol; given any of them, both sides are planned as a sweep would.
 PROTOCOL_KEYS = ("scale", "env", "steps", "eval_every", "eval_episodes", "device")
 STORED, OWN = "results_dir", "compare's folder"     # where a run that exists was found
-KEYS = {"candidate": str, "baseline": str, "suite": str, "results_dir": str, "jobs": int, "seeds": int,
+KEYS = {"candidate": str, "baseline": str, "suite": str, "results_dir": str, "jobs": int, "seeds": str,
         "threads": int, "reps": int, "scale": str, "env": str, "steps": int, "eval_every": int,
         "eval_episodes": int, "device": str, "allow_protocol_diff": bool, "plan": bool, "archive": str,
-        "json": str}
+        "json": str, "alpha": float, "max_seeds": int, "round_seeds": int}
 
 USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [results_dir=results]
            [scale=smoke|quick|paper] [env=A,B] [steps=N] [seeds=N] [eval_every=N] [eval_episodes=N]
            [device=cpu] [jobs=N] [threads=N] [reps=2000] [allow_protocol_diff=false] [plan=false]
-           [archive=DIR] [json=PATH]
+           [archive=DIR] [json=PATH] [seeds=auto [alpha=0.05] [max_seeds=15] [round_seeds=3]]
 
   X and Y are labels: algo[+key=value...], e.g. ppo_clip+clip_eps=0.3 (a variant registered in
   algos/ is just its name). With any of scale= env= steps= eval_every= eval_episodes= device=, both
@@ -82,11 +83,44 @@ USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [re
   today's code no longer computes what the archive's code did, compare refuses (exit 2) unless
   allow_protocol_diff=true, and the verdict then says so. json=PATH also writes the verdict, the
   test, the seeds per side, the per-environment and aggregate differences with their CIs and the
-  protocol check as JSON (for a CI to gate on; exit codes as above)."""
+  protocol check as JSON (for a CI to gate on; exit codes as above).
+
+  seeds=auto adds seeds in rounds (round_seeds per side per environment; past what the archive or
+  the stored runs hold, both sides run) and applies a group-sequential permutation test after each
+  (AdaStop, Mathieu et al. 2023; analysis/sequential.py): it stops at the first round where the
+  difference over all environments is beyond the round's boundary (better or worse, the chance of
+  a wrong "better" or "worse" at most alpha over all rounds), or says inconclusive at max_seeds."""
 
 
 def _parse(words: list[str]) -> dict:
     return parse_key_values("compare", words, KEYS, AnalysisError)
+
+
+def _seeds_arg(args: dict) -> int | str | None:
+    """``seeds=``: a number of seeds, or ``auto`` (with ``alpha=``, ``max_seeds=``, ``round_seeds=``)."""
+    seeds = args.get("seeds")
+    sequential = ("alpha", "max_seeds", "round_seeds")
+    if seeds != "auto":
+        given = [k for k in sequential if k in args]
+        if given:
+            raise AnalysisError(f"compare: {', '.join(given)} go with seeds=auto")
+        if seeds is None:
+            return None
+        try:
+            value = int(seeds)
+        except ValueError:
+            raise AnalysisError(f"compare: seeds={seeds} is not valid; valid: a number of seeds >= 1, or auto") from None
+        if value < 1:
+            raise AnalysisError(f"compare: seeds={seeds} is not valid; valid: a number of seeds >= 1, or auto")
+        return value
+    alpha = args.get("alpha", 0.05)
+    if not 0 < alpha < 0.5:
+        raise AnalysisError(f"compare: alpha={alpha} is not valid; valid: a level in (0, 0.5), e.g. 0.05")
+    if args.get("max_seeds", 15) < 2:
+        raise AnalysisError(f"compare: max_seeds={args['max_seeds']} is not valid; valid: at least 2 seeds per side")
+    if args.get("round_seeds", 3) < 1:
+        raise AnalysisError(f"compare: round_seeds={args['round_seeds']} is not valid; valid: at least 1")
+    return "auto"
 
 
 def main(argv: list[str]) -> int:
@@ -100,13 +134,18 @@ def main(argv: list[str]) -> int:
         for key in ("candidate", "baseline"):
             if key not in args:
                 raise AnalysisError(f"compare: {key}= is required (e.g. candidate=ppo_clip+clip_eps=0.3 baseline=ppo_clip)")
-        comparison = run_compare(
-            args["candidate"], args["baseline"], suite=args.get("suite", "mujoco"),
-            results_dir=args.get("results_dir", "results"), jobs=args.get("jobs"), seeds=args.get("seeds"),
-            reps=args.get("reps", stats.DEFAULT_REPS), threads=args.get("threads"),
-            protocol={k: args[k] for k in PROTOCOL_KEYS if k in args},
-            allow_protocol_diff=args.get("allow_protocol_diff", False), plan=args.get("plan", False),
-            archive=args.get("archive"), json_path=args.get("json"))
+        seeds = _seeds_arg(args)
+        common = dict(suite=args.get("suite", "mujoco"), results_dir=args.get("results_dir", "results"),
+                      jobs=args.get("jobs"), reps=args.get("reps", stats.DEFAULT_REPS), threads=args.get("threads"),
+                      protocol={k: args[k] for k in PROTOCOL_KEYS if k in args},
+                      allow_protocol_diff=args.get("allow_protocol_diff", False), plan=args.get("plan", False),
+                      archive=args.get("archive"), json_path=args.get("json"))
+        if seeds == "auto":
+            comparison = run_sequential(args["candidate"], args["baseline"], alpha=args.get("alpha", 0.05),
+                                        max_seeds=args.get("max_seeds", 15),
+                                        round_seeds=args.get("round_seeds", 3), **common)
+        else:
+            comparison = run_compare(args["candidate"], args["baseline"], seeds=seeds, **common)
         return 0 if comparison is None else comparison.exit_code
     except AnalysisError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -169,7 +208,8 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
                 out: TextIO | None = None, err: TextIO | None = None, executor: Callable | None = None,
                 measure_random: Callable[[str], dict] | None = None, protocol: dict | None = None,
                 threads: int | None = None, allow_protocol_diff: bool = False, plan: bool = False,
-                archive: str | Path | None = None, json_path: str | Path | None = None) -> Comparison | None:
+                archive: str | Path | None = None, json_path: str | Path | None = None,
+                canaries: dict | None = None) -> Comparison | None:
     """Make sure both sides' runs exist at one protocol (see the module docstring), run the missing
     ones with ``executor`` (default ``harness.executor.run_local``), then compare the stored results.
     Raises AnalysisError on bad input or a refused protocol; nothing stored is deleted or overwritten.
@@ -192,7 +232,7 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
     if archive is not None:
         return _compare_with_archive(candidate, baseline, suite, root, Path(archive), jobs, seeds, reps, out, err,
                                      executor, measure_random, protocol, threads, allow_protocol_diff, plan,
-                                     json_path)
+                                     json_path, {} if canaries is None else canaries)
 
     if protocol:
         words = {**common, **protocol, **({"seeds": str(seeds)} if seeds else {})}
@@ -311,7 +351,7 @@ ARCHIVED = "the archive"
 
 def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path, archive: Path, jobs, seeds, reps,
                           out: TextIO, err: TextIO, executor, measure_random, protocol: dict, threads,
-                          allow_protocol_diff: bool, plan: bool, json_path) -> Comparison | None:
+                          allow_protocol_diff: bool, plan: bool, json_path, canaries: dict) -> Comparison | None:
     """``compare ... archive=DIR``: the baseline's runs are the archive's done runs of it (their
     resolved configs fix the protocol), only the candidate's missing runs are made, and the
     baseline's canaries (``harness/canary.py``) decide whether the archive's runs are what today's
@@ -391,11 +431,16 @@ def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path,
     if refused(diffs) and not allow_protocol_diff:
         print(format_protocol(diffs, candidate, baseline), file=out)
         raise protocol_error(diffs, candidate)
-    print(f"  canaries: rerunning {baseline}'s short runs on {len(envs)} environment(s) with today's code", file=out)
-    try:
-        stale = check_canaries(archive, baseline, suite, envs, plan_label)
-    except CanaryError as exc:
-        raise AnalysisError(str(exc)) from None
+    key = (str(archive), baseline, suite, tuple(envs))
+    if key in canaries:     # checked in an earlier round of this command (seeds=auto)
+        stale = canaries[key]
+    else:
+        print(f"  canaries: rerunning {baseline}'s short runs on {len(envs)} environment(s) with today's code",
+              file=out)
+        try:
+            stale = canaries[key] = check_canaries(archive, baseline, suite, envs, plan_label)
+        except CanaryError as exc:
+            raise AnalysisError(str(exc)) from None
     if stale and not allow_protocol_diff:
         raise AnalysisError(f"the archive's {baseline} runs are not what today's code makes: {stale[0]}"
                             + (f" (and {len(stale) - 1} more)" if len(stale) > 1 else "")
@@ -494,7 +539,8 @@ def _check_json_path(path: Path) -> None:
         raise AnalysisError(f"json={path}: the folder {path.parent} does not exist")
 
 
-def write_verdict_json(path: Path, c: Comparison, alpha: float | None, archive: Path | None = None) -> None:
+def write_verdict_json(path: Path, c: Comparison, alpha: float | None, archive: Path | None = None,
+                       test=None) -> None:
     """The verdict for machines (a research group's CI): what the exit code says and why."""
     import json
     from core.results import atomic_write_text
@@ -504,10 +550,15 @@ def write_verdict_json(path: Path, c: Comparison, alpha: float | None, archive: 
     doc = {
         "candidate": c.candidate, "baseline": c.baseline, "suite": c.suite, "steps": c.steps,
         "verdict": c.verdict, "exit_code": c.exit_code, "reason": c.reason,
-        "test": "stratified bootstrap of P(X > Y) (rliable), 95% CI; better/worse when the CI excludes 0.5",
+        "test": ("group-sequential permutation test (AdaStop, Mathieu et al. 2023), two-sided, stratified by "
+                 "environment" if test is not None else
+                 "stratified bootstrap of P(X > Y) (rliable), 95% CI; better/worse when the CI excludes 0.5"),
         "alpha": alpha, "seeds": {"candidate": c.seeds, "baseline": c.seeds},
+        "rounds": None if test is None else [{"statistic": s, "boundary": b}
+                                             for s, b in zip(test.statistics, test.boundaries)],
         "seeds_needed": c.seeds_needed,
         "baseline_source": str(archive) if archive is not None else "runs",
+        "verdict_on": "all environments together" if test is not None else "the aggregate P(X > Y)",
         "aggregate": {"difference": triple(c.aggregate_diff), "candidate_mean": c.aggregate_mean_x,
                       "baseline_mean": c.aggregate_mean_y, "probability_of_improvement": triple(c.poi)},
         "environments": [dataclasses.asdict(e) if dataclasses.is_dataclass(e) else e for e in c.envs],
@@ -641,3 +692,90 @@ def _run(units: list[list[RunConfig]], jobs: int, executor: Callable | None) -> 
     if elsewhere:
         raise AnalysisError(f"{len(elsewhere)} of the missing run(s) are being run by another sweep (e.g. "
                             f"{elsewhere[0]['run_id']}); compare again when it has finished")
+
+
+# ---------------------------------------------------------------------------------------
+# seeds until settled
+
+def run_sequential(candidate: str, baseline: str, alpha: float = 0.05, max_seeds: int = 15, round_seeds: int = 3,
+                   out: TextIO | None = None, json_path=None, plan: bool = False, **compare_args) -> Comparison | None:
+    """``compare ... seeds=auto``: rounds of ``round_seeds`` seeds per side and environment (the
+    runs the archive or the results folder hold count), each round's missing runs made as compare
+    makes them, then the group-sequential permutation test (``analysis.sequential``) on every
+    environment's scores of the seeds so far. Stops at its first decision; ``inconclusive`` after
+    ``max_seeds`` seeds. The verdict is taken on all environments together (each environment a
+    stratum, scaled by the pooled spread of its first round); the per-environment rows are the
+    bootstrap CIs of the last round, for reading."""
+    from analysis.sequential import SequentialTest
+    out = out or sys.stdout
+    round_seeds = min(round_seeds, max_seeds)
+    rounds = max_seeds // round_seeds
+    test = SequentialTest(n=round_seeds, rounds=rounds, alpha=alpha)
+    print(f"seeds=auto: up to {rounds} round(s) of {round_seeds} seed(s) per side and environment "
+          f"(at most {rounds * round_seeds}); after each, a sequential permutation test at alpha={alpha:g} "
+          f"(AdaStop, Mathieu et al. 2023)", file=out)
+    if plan:
+        print(f"round 1 of {rounds}:", file=out)
+        return run_compare(candidate, baseline, seeds=round_seeds, out=out, plan=True, **compare_args)
+    comparison, canaries = None, {}
+    for k in range(rounds):
+        seeds = (k + 1) * round_seeds
+        print(f"round {k + 1} of {rounds}: seeds 0-{seeds - 1} per side", file=out)
+        buffer = io.StringIO()
+        try:
+            comparison = run_compare(candidate, baseline, seeds=seeds, out=buffer, canaries=canaries, **compare_args)
+        finally:
+            text = buffer.getvalue()
+            plan_part, _, table = text.partition("\ncompare: X = ")
+            print(plan_part if k == 0 else "\n".join(line for line in plan_part.splitlines()
+                                                      if line.lstrip().startswith(("X =", "Y =", "canaries"))),
+                  file=out)
+        candidate = comparison.candidate
+        if comparison.verdict == "identical":
+            print("compare: X = " + table, file=out, end="")
+            break
+        x, y = _score_matrix(comparison.scores, candidate, seeds), _score_matrix(comparison.scores, baseline, seeds)
+        decision = test.update(x, y)
+        print(f"  sequential test: S = {test.statistics[-1]:+.3f} (sum over environments and rounds of X - Y in "
+              f"units of each environment's spread), boundary |S| > {test.boundaries[-1]:.3f}: {decision}", file=out)
+        if decision != "continue":    # the last round's table, for reading; its bootstrap verdict gives way
+            print("compare: X = " + "\n".join(line for line in table.splitlines() if not line.startswith("verdict:")),
+                  file=out)
+            break
+    if comparison.verdict != "identical":
+        _sequential_verdict(comparison, test, alpha, round_seeds)
+        print(f"sequential verdict: {comparison.verdict} — {comparison.reason}", file=out)
+    if json_path is not None:
+        write_verdict_json(Path(json_path), comparison, alpha=alpha, archive=compare_args.get("archive"),
+                           test=test if comparison.verdict != "identical" else None)
+    return comparison
+
+
+def _score_matrix(scores: pd.DataFrame, label: str, seeds: int) -> "np.ndarray":
+    """``[environments, seeds]`` scores of ``label`` (environments sorted): every run must be there."""
+    import numpy as np
+    part = scores[scores["label"] == label]
+    envs = sorted(set(scores["env"]))
+    table = part.pivot_table(index="env", columns="seed", values="score").reindex(index=envs, columns=range(seeds))
+    if table.isna().any().any():
+        missing = [f"{e} seed {s}" for e in envs for s in range(seeds) if pd.isna(table.loc[e, s])]
+        raise AnalysisError(f"{label} has no score for {', '.join(missing[:4])}; the sequential test needs every run")
+    return table.to_numpy(dtype=np.float64)
+
+
+def _sequential_verdict(c: Comparison, test, alpha: float, round_seeds: int) -> None:
+    """The comparison's verdict replaced by the sequential test's."""
+    seeds = test.k * round_seeds
+    c.verdict = test.decision
+    c.seeds = seeds
+    c.seeds_needed = None
+    stat, bound = test.statistics[-1], test.boundaries[-1]
+    if test.decision in ("better", "worse"):
+        c.reason = (f"after {seeds} seed(s) per side (round {test.k} of {test.rounds}): |S| = {abs(stat):.3f} > "
+                    f"{bound:.3f}, the round's boundary; the chance of a wrong better/worse is at most "
+                    f"alpha = {alpha:g} over all rounds")
+    else:
+        c.reason = (f"no difference detected in {test.rounds} round(s), {seeds} seed(s) per side "
+                    f"(|S| = {abs(stat):.3f}, last boundary {bound:.3f}); more seeds (max_seeds=) may settle it")
+    c.notes.append("verdict: the sequential test on all environments together (each scaled by its first "
+                   "round's pooled spread); the rows above are the last round's bootstrap CIs, for reading")

@@ -88,6 +88,10 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(archive, tmp_path, cap
         "baseline not archived": ([f"archive={archive}", "baseline=trpo"], "holds no done run of baseline trpo"),
         "a protocol key": ([f"archive={archive}", "steps=2048"], "cannot change it"),
         "json into a folder": ([f"archive={archive}", f"json={tmp_path}"], "is a folder"),
+        "max_seeds below 2": ([f"archive={archive}", "seeds=auto", "max_seeds=1"], "max_seeds=1 is not valid"),
+        "alpha outside (0, 0.5)": ([f"archive={archive}", "seeds=auto", "alpha=0.7"], "alpha=0.7 is not valid"),
+        "alpha without seeds=auto": ([f"archive={archive}", "alpha=0.01"], "go with seeds=auto"),
+        "seeds neither a number nor auto": ([f"archive={archive}", "seeds=many"], "seeds=many is not valid"),
     }
     for name, (words, message) in cases.items():
         given = {w.split("=")[0] for w in words}
@@ -109,3 +113,19 @@ def test_seeds_past_the_archive_run_the_baseline_too(archive, tmp_path, capsys):
     assert "Y = ppo_clip: 2 of 3 run(s) exist, 0 resume, 1 new" in text
     assert f"{ENV}/ppo_clip/seed2: new" in text and f"{ENV}/ppo_clip/seed0: done (exists in the archive)" in text
     assert not (tmp_path / "r").exists()
+
+
+def test_seeds_auto_decides_with_the_sequential_test(archive, tmp_path, capsys):
+    """One round of the archive's two seeds (max_seeds=2): only the candidate runs, the verdict is
+    the sequential test's, and the JSON names the test, alpha and each round."""
+    verdict = tmp_path / "v.json"
+    code = compare("candidate=ppo_clip+lr=0.001", "baseline=ppo_clip", f"archive={archive}", "seeds=auto",
+                   "round_seeds=2", "max_seeds=2", "alpha=0.1", f"json={verdict}", f"results_dir={tmp_path / 'r'}",
+                   "jobs=1")
+    text = capsys.readouterr().out
+    assert "round 1 of 1: seeds 0-1 per side" in text and "sequential test: S = " in text
+    assert "sequential verdict: " in text and "\nverdict: " not in text   # the bootstrap verdict gives way
+    doc = json.loads(verdict.read_text())
+    assert code == doc["exit_code"] and doc["verdict"] in ("better", "worse", "inconclusive")
+    assert doc["alpha"] == 0.1 and len(doc["rounds"]) == 1 and doc["test"].startswith("group-sequential")
+    assert sorted(p.parent.parent.name for p in (tmp_path / "r").rglob("run.json")) == ["ppo_clip+lr=0.001"] * 2
