@@ -422,6 +422,23 @@ def _side(runs: pd.DataFrame, label: str, pairs: set[tuple[str, int]] | None) ->
     return {k: v for k, v in out.items() if pairs is None or k in pairs}
 
 
+def normalising_scores(suite: str, root: str | Path, envs: list[str], measure_random=None,
+                       err: TextIO | None = None) -> dict[str, float] | None:
+    """The per-environment scores the suite normalises by (None where it does not): the random
+    policy's, cached under ``root`` (a results folder or an archive; measured where missing, each
+    problem a note on ``err``), or Atari's published random scores."""
+    if scoring(suite)["normalise"] == "random-best":
+        random, problems = random_scores(root, suite, envs, measure_random)
+        for p in problems:
+            print(f"note: {p}", file=err or sys.stderr)
+        return random
+    if scoring(suite)["normalise"] == "human":
+        from analysis.reference import atari49, atari_game
+        table = atari49().set_index("game")
+        return {e: float(table.loc[atari_game(e), "random"]) for e in envs if atari_game(e)}
+    return None
+
+
 def compare_stored(candidate: str, baseline: str, suite: str = "mujoco", results_dir: str | Path = "results",
                    pairs: set[tuple[str, int]] | None = None, steps: int | None = None,
                    reps: int = stats.DEFAULT_REPS, allow_protocol_diff: bool = False,
@@ -460,15 +477,7 @@ def compare_stored(candidate: str, baseline: str, suite: str = "mujoco", results
         if not (scores["label"] == label).any():
             raise AnalysisError(f"{label}'s {len(side)} done run(s) in {root / suite} have no score "
                                 f"({scoring(suite)['name']})")
-    random = None
-    if scoring(suite)["normalise"] == "random-best":
-        random, problems = random_scores(root, suite, sorted(set(scores["env"])), measure_random)
-        for p in problems:
-            print(f"note: {p}", file=err)
-    elif scoring(suite)["normalise"] == "human":
-        from analysis.reference import atari49, atari_game
-        table = atari49().set_index("game")
-        random = {e: float(table.loc[atari_game(e), "random"]) for e in set(scores["env"]) if atari_game(e)}
+    random = normalising_scores(suite, root, sorted(set(scores["env"])), measure_random, err)
     comparison = compare_scores(scores, candidate, baseline, random, reps, suite, int(steps or 0))
     comparison.scores = scores
     comparison.protocol = diffs

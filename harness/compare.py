@@ -295,22 +295,9 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
                 for r in done.to_dict("records"):
                     if (r["env"], int(r["seed"])) in wanted:
                         exists.setdefault((r["env"], int(r["seed"])), (Path(r["path"]), where))
-        todo = []
-        for r in planned:
-            if (r.env, r.seed) in exists:
-                continue
-            stored = dataclasses.replace(r, results_dir=str(root))   # where a sweep with these keys keeps it
-            if protocol and is_done(stored.run_dir) and _clash(stored) is None:
-                exists[(r.env, r.seed)] = (stored.run_dir, STORED)
-                continue
-            problem = _clash(r)
-            if problem:
-                raise AnalysisError(problem)
-            if is_done(r.run_dir):
-                exists[(r.env, r.seed)] = (r.run_dir, OWN)
-            else:
-                todo.append(r)
-        sides.append((label, planned, exists, todo))
+        found, todo = _existing_or_todo([r for r in planned if (r.env, r.seed) not in exists], root,
+                                        use_stored=bool(protocol))
+        sides.append((label, planned, {**exists, **found}, todo))
 
     # the protocol of the runs about to be made, against the other side's (before anything runs)
     configs = [{**{k: (read_run_json(path) or {}).get("config") for k, (path, _) in side[2].items()},
@@ -458,13 +445,13 @@ def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path,
     return comparison
 
 
-def _existing_or_todo(planned: list[RunConfig], root: Path) -> tuple[dict, list[RunConfig]]:
-    """Which planned runs exist done (a sweep's of this protocol under ``root``, or compare's own)
-    and which are to run; a done run of another protocol where one goes is refused."""
+def _existing_or_todo(planned: list[RunConfig], root: Path, use_stored: bool = True) -> tuple[dict, list[RunConfig]]:
+    """Which planned runs exist done (``use_stored``: a sweep's of this protocol under ``root``; or
+    compare's own) and which are to run; a done run of another protocol where one goes is refused."""
     exists, todo = {}, []
     for r in planned:
         stored = dataclasses.replace(r, results_dir=str(root))   # where a sweep with these keys keeps it
-        if is_done(stored.run_dir) and _clash(stored) is None:
+        if use_stored and is_done(stored.run_dir) and _clash(stored) is None:
             exists[(r.env, r.seed)] = (stored.run_dir, STORED)
             continue
         problem = _clash(r)
@@ -488,8 +475,8 @@ def _compare_archived(candidate: str, baseline: str, suite: str, root: Path, arc
                       err: TextIO, measure_random, diffs, stale: list[str]) -> Comparison:
     """The comparison of the candidate's run folders against the archive's scores of the baseline
     (and the baseline's own runs past the seeds the archive holds, ``y_dirs``)."""
-    from analysis.compare import compare_scores, format_comparison
-    from analysis.scores import random_scores, run_scores, score_sources, scoring
+    from analysis.compare import compare_scores, format_comparison, normalising_scores
+    from analysis.scores import run_scores, score_sources, scoring
     score_kind = scoring(suite)["score"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResultsWarning)
@@ -507,15 +494,7 @@ def _compare_archived(candidate: str, baseline: str, suite: str, root: Path, arc
     for label in (candidate, baseline):
         if not (scores["label"] == label).any():
             raise AnalysisError(f"{label} has no score ({scoring(suite)['name']}) on the compared runs")
-    random = None
-    if scoring(suite)["normalise"] == "random-best":
-        random, problems = random_scores(archive, suite, sorted(set(scores["env"])), measure_random)
-        for p in problems:
-            print(f"note: {p}", file=err)
-    elif scoring(suite)["normalise"] == "human":
-        from analysis.reference import atari49, atari_game
-        table = atari49().set_index("game")
-        random = {e: float(table.loc[atari_game(e), "random"]) for e in set(scores["env"]) if atari_game(e)}
+    random = normalising_scores(suite, archive, sorted(set(scores["env"])), measure_random, err)
     comparison = compare_scores(scores, candidate, baseline, random, reps, suite, steps)
     comparison.scores = scores
     comparison.protocol = diffs
