@@ -24,7 +24,6 @@ CANARY_FILE = "canary.json"
 CANARY_STEPS = 4096         # ppo_clip and ppo_kl on MuJoCo: 2 updates; trpo 4; the group algorithms several
 CANARY_RTOL = 1e-3          # relative, and CANARY_ATOL absolute, per number
 CANARY_ATOL = 1e-6
-TIMING = {"wall_seconds", "collect_seconds", "update_seconds", "sps"}
 
 
 class CanaryError(ValueError):
@@ -44,9 +43,16 @@ def canary_run(label: str, suite: str, env: str, plan_label) -> dict:
         (record,) = train_batch(runs)
         if record["status"] != "done":
             raise CanaryError(f"the canary run of {label} on {env} failed: {record.get('error')}")
-        with open(runs[0].run_dir / "metrics.csv", newline="") as f:
-            rows = list(csv.reader(f))
-    keep = [i for i, c in enumerate(rows[0]) if c not in TIMING]
+        return canary_of(runs[0].run_dir / "metrics.csv")
+
+
+def canary_of(metrics_csv: Path) -> dict:
+    """A run's ``metrics.csv`` as a canary: every column but the timing ones (``sps``, ``*_per_s``,
+    ...: how fast, not what; ``core.results.is_timing_column``), numbers parsed."""
+    from core.results import is_timing_column
+    with open(metrics_csv, newline="") as f:
+        rows = list(csv.reader(f))
+    keep = [i for i, c in enumerate(rows[0]) if not is_timing_column(c)]
     return {"columns": [rows[0][i] for i in keep],
             "rows": [[_number(r[i]) for i in keep] for r in rows[1:]]}
 

@@ -129,3 +129,19 @@ def test_seeds_auto_decides_with_the_sequential_test(archive, tmp_path, capsys):
     assert code == doc["exit_code"] and doc["verdict"] in ("better", "worse", "inconclusive")
     assert doc["alpha"] == 0.1 and len(doc["rounds"]) == 1 and doc["test"].startswith("group-sequential")
     assert sorted(p.parent.parent.name for p in (tmp_path / "r").rglob("run.json")) == ["ppo_clip+lr=0.001"] * 2
+
+
+def test_a_canary_keeps_what_a_run_computed_not_how_fast(tmp_path):
+    """Timing columns (the LLM suite's ``gen_tokens_per_s`` as much as ``sps``) move from one machine
+    or load to the next: a canary holding them refused every archive (found on llm_toy)."""
+    from harness.canary import canary_of, differences
+    def metrics(speed: float, loss: float) -> dict:
+        path = tmp_path / f"metrics_{speed}_{loss}.csv"
+        path.write_text("update,policy_loss,gen_tokens_per_s,sps,update_seconds\n"
+                        f"1,{loss},{speed},{speed * 2},{1 / speed}\n")
+        return canary_of(path)
+    slow, fast = metrics(437.5, 0.25), metrics(497.6, 0.25)
+    assert slow["columns"] == ["update", "policy_loss"]
+    assert differences(slow, fast) == []
+    moved = differences(slow, metrics(497.6, 0.26))
+    assert len(moved) == 1 and moved[0].startswith("policy_loss at update 1")
