@@ -109,6 +109,48 @@ def leave_one_out(scores: Tensor, groups: Tensor) -> Tensor:
     return torch.where(k > 1, scores - baseline, torch.zeros_like(scores)).to(torch.float32)
 
 
+def reinforce_pp(scores: Tensor, mask: Tensor, kl: Tensor | None = None, kl_coef: float = 0.0,
+                 gamma: float = 1.0) -> Tensor:
+    """REINFORCE++'s advantage (Hu 2025, arXiv 2501.03262, §3): the KL penalty folded into the
+    reward token by token, the return to go, then normalised over the whole batch.
+
+    ``scores``: ``[N]``, each column's outcome; ``mask``: ``[T, N]`` (1 on the sequence's tokens);
+    ``kl``: ``[T, N]`` per-token ``log pi_old - log pi_ref`` (k1), or None.
+
+        r_t = 1[t = last token] * score - kl_coef * kl_t
+        G_t = sum_{s >= t} gamma^(s - t) r_s
+        A_t = (G_t - mean(G)) / std(G)     mean and std over every valid token of the batch
+
+    The global normalisation, not GRPO's per-prompt one, is the paper's point: no small-group std
+    blows a near-constant group up (OpenRLHF ``advantage_estimator="reinforce"``, verl
+    ``reinforce_plus_plus``). Returns ``[T, N]``, 0 on padding.
+    """
+    m = mask.to(torch.float32)
+    last = m.cumsum(0).argmax(0)              # the last valid token of each column (the first index of the max)
+    rewards = torch.zeros_like(m)
+    rewards[last, torch.arange(m.shape[1], device=m.device)] = scores.to(m.dtype)
+    if kl is not None:
+        rewards = rewards - kl_coef * kl * m
+    returns = discounted_returns(rewards, torch.zeros_like(m), torch.zeros_like(m[0]), gamma)
+    return normalize(returns, m)
+
+
+def group_baseline_normalized(scores: Tensor, groups: Tensor, mask: Tensor) -> Tensor:
+    """REINFORCE++-baseline's advantage (Hu 2025, arXiv 2501.03262, §3; OpenRLHF
+    ``advantage_estimator="reinforce_baseline"``, verl ``reinforce_plus_plus_baseline``):
+
+        A~_i  = s_i - mean_g(s)                          the group mean as the baseline (no group std)
+        A_i,t = (A~_i - mean(A~)) / std(A~)              over every valid token of the batch
+
+    ``scores``: ``[M]``; ``groups``: ``[M]`` ids; ``mask``: ``[T, M]``. Returns ``[T, M]``, each
+    column's advantage on its tokens, 0 on padding. A group whose scores are all equal has
+    A~ = 0 (``group_relative(scale=False)``).
+    """
+    centred = group_relative(scores, groups, scale=False)
+    m = mask.to(torch.float32)
+    return normalize(centred.unsqueeze(0) * m, m)
+
+
 def normalize(x: Tensor, mask: Tensor | None = None, eps: float = 1e-8, center: bool = True) -> Tensor:
     """Whiten ``x`` over the valid entries (``mask == 1``): ``(x - mean) / (std + eps)``, or
     ``x / (std + eps)`` with ``center=False`` (subtracting the batch mean is itself a baseline;

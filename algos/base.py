@@ -61,6 +61,9 @@ class Needs:
     critic: bool          # a value function is trained: collection records V(s) and bootstraps
                           # time-limit truncations with it (no untrained critic touches a return)
     reference: bool       # a frozen copy of the starting policy is kept (KL to pi_ref)
+    # a sequence-level option that needs every column to be one sequence of one generation (an LM
+    # completion: GSPO's sequence ratio), as "option=value" for the refusal; None: any columns do
+    sequence_level: str | None = None
 
 
 def check_choice(name: str, value: Any, choices: tuple) -> None:
@@ -355,7 +358,9 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
                    max_grad_norm: float | None, clip: tuple[float, float] | None = None,
                    penalty: Callable[..., Tensor | None] | None = None, vf_coef: float | None = None,
                    value_clip_eps: float | None = None, ent_coef: float = 0.0, minibatch_adv_norm: bool = False,
-                   diagnostics: str = "after_update", **per_step: Tensor) -> dict[str, float]:
+                   diagnostics: str = "after_update", max_length: int | None = None,
+                   clip_log_ratio: Callable[[Tensor, dict], Tensor] | None = None,
+                   **per_step: Tensor) -> dict[str, float]:
     """The PPO update procedure (Schulman et al. 2017, Algorithm 1), shared by PPO-clip, PPO-KL,
     GRPO, DAPO and RLOO: ``num_epochs`` passes over the batch, each in ``num_minibatches``
     shuffled minibatches (``by``: ``"step"`` samples single steps, ``"column"`` keeps whole
@@ -372,6 +377,10 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
       around the old values as ppo2);
     - ``clip``: ``(eps_low, eps_high)`` of a clipped objective: ``clip_fraction``, ``_low`` and
       ``_high`` (``losses.clip_fractions``) are logged;
+    - ``clip_log_ratio(logp, mb)``: the log of the ratio the clip acts on, per step, for the clip
+      fractions (GSPO: the sequence's ratio); None: the step's own ``logp - logp_old``;
+    - ``max_length``: the constant of an aggregation that divides by one (``seq-mean-token-sum-norm``,
+      Dr. GRPO: the length limit of the batch);
     - ``minibatch_adv_norm``: whiten the advantages of each minibatch (CleanRL).
 
     Returns the means over minibatches (``first_ratio_error`` of the first one, ``policy_loss``,
@@ -394,7 +403,7 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
         if i == 0:  # theta == theta_old here: the ratio must be 1 (catches dropout, a stale logp_old)
             log_ratio = logp - mb["logp_old"]
             metrics.add(first_ratio_error=(log_ratio if mask is None else log_ratio * mask).abs().amax((-2, -1)))
-        policy_loss = aggregate(objective(dist, logp, mb, metrics), mask, aggregation)
+        policy_loss = aggregate(objective(dist, logp, mb, metrics), mask, aggregation, max_length=max_length)
         if penalty is not None and (term := penalty(dist, logp, mb, metrics)) is not None:
             policy_loss = policy_loss + term
         loss, values = policy_loss, None
@@ -405,7 +414,11 @@ def clipped_epochs(algo: Algorithm, batch: Batch, objective: Callable[..., Tenso
         if any_nonzero(ent_coef):
             loss = loss - ent_coef * aggregate(dist.entropy(), mask, "token-mean")
         if clip is not None:
-            sides = clip_fractions(logp.detach(), mb["logp_old"], mb["advantages"], *clip)   # [3, (K,) T, N]
+            if clip_log_ratio is None:
+                sides = clip_fractions(logp.detach(), mb["logp_old"], mb["advantages"], *clip)   # [3, (K,) T, N]
+            else:
+                log_ratio = clip_log_ratio(logp.detach(), mb)
+                sides = clip_fractions(log_ratio, torch.zeros_like(log_ratio), mb["advantages"], *clip)
             share = sides.mean((-2, -1)) if mask is None else (sides * mask).sum((-2, -1)) / mask.sum((-2, -1))
             clip_sums = share if clip_sums is None else clip_sums + share
         if last_epoch_from is not None and i >= last_epoch_from:

@@ -26,7 +26,7 @@ class GRPOConfig(GroupRollout):
     clip_eps: float = 0.2         # DeepSeekMath / TRL default epsilon 0.2
     kl_coef: float = 0.04         # beta: DeepSeekMath §4.2 and TRL's original default 0.04
     kl_estimator: str = "k3"      # DeepSeekMath eq. 4: the unbiased, non-negative k3 estimator
-    loss_agg: str = "seq-mean-token-mean"  # per-sequence mean, then batch mean (DeepSeekMath eq. 3)
+    loss_agg: str = "seq-mean-token-mean"  # per-sequence mean, then batch mean (DeepSeekMath eq. 3); seq-mean-token-sum-norm divides by the length limit
     scale_rewards: bool = True    # divide by the group std; false = Dr. GRPO (Liu et al. 2025)
     max_grad_norm: float | None = None
     diagnostics: str = "after_update"  # where the logged kl / entropy come from: after_update (one more pass) | last_epoch (free)
@@ -80,13 +80,22 @@ class GRPO(Algorithm):
         per_column = group_relative(self.shaped_scores(batch), batch.groups, scale=self.cfg.scale_rewards)
         return per_column.unsqueeze(0) * batch.mask
 
+    def clip_log_ratio(self, logp, mb):
+        """The log of the ratio the clip acts on, per token (what the clip fractions count): the
+        token's own ``log pi - log pi_old``; GSPO's is its sequence's."""
+        return logp - mb["logp_old"]
+
+    def kl_term(self, logp, mb, metrics: Metrics):
+        """Per token: beta KL(pi || pi_ref) by ``kl_estimator`` (DeepSeekMath eq. 4: k3); logged as kl_ref."""
+        kl_ref = kl_estimate(logp, mb["logp_ref"], self.cfg.kl_estimator)
+        metrics.add(kl_ref=aggregate(kl_ref, mb["mask"], "token-mean"))
+        return self.cfg.kl_coef * kl_ref
+
     def objective(self, dist, logp, mb, metrics: Metrics, eps_low, eps_high):
         """Per token, to minimise: -min(r A, clip(r, 1 - eps_low, 1 + eps_high) A) + beta KL_k3(pi || pi_ref)."""
         per_token = clipped_surrogate(logp, mb["logp_old"], mb["advantages"], eps_low, eps_high)
         if self.cfg.kl_coef:
-            kl_ref = kl_estimate(logp, mb["logp_ref"], self.cfg.kl_estimator)
-            per_token = per_token + self.cfg.kl_coef * kl_ref
-            metrics.add(kl_ref=aggregate(kl_ref, mb["mask"], "token-mean"))
+            per_token = per_token + self.kl_term(logp, mb, metrics)
         return per_token
 
     @classmethod
@@ -105,6 +114,7 @@ class GRPO(Algorithm):
             stack, stack.batch, partial(runs[0].objective, eps_low=eps_low, eps_high=eps_high),
             aggregation=cfg.loss_agg, by="column", num_epochs=cfg.num_epochs, num_minibatches=cfg.num_minibatches,
             optimizer=stack.optimizers["optimizer"], params=None, max_grad_norm=cfg.max_grad_norm,
-            clip=(eps_low, eps_high), diagnostics=cfg.diagnostics, **per_step)
+            clip=(eps_low, eps_high), diagnostics=cfg.diagnostics, clip_log_ratio=runs[0].clip_log_ratio,
+            max_length=batches[0].length_limit, **per_step)   # the runs of a stack share the length limit
         stack.write_back()
         return [run.finish_update(m) for run, m in zip(runs, split_metrics(out, len(stack)))]

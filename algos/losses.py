@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-AGGREGATION_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
+AGGREGATION_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 KL_ESTIMATORS = ("k1", "k2", "k3")
 
 
@@ -29,6 +29,61 @@ def clipped_surrogate(logp: Tensor, logp_old: Tensor, adv: Tensor, eps_low: floa
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high) * adv
     return -torch.minimum(unclipped, clipped)
+
+
+def sequence_log_ratio(logp: Tensor, logp_old: Tensor, mask: Tensor) -> Tensor:
+    """GSPO's length-normalised sequence log-ratio (Zheng et al. 2025, eq. 7), per column:
+
+        log s_i = 1/|y_i| sum_t (log pi(y_i,t) - log pi_old(y_i,t))
+
+    ``logp, logp_old, mask``: time-major ``[T, N]`` (or ``[K, T, N]``, a stack); returns ``[N]``
+    (``[K, N]``). ``s_i = exp(log s_i)`` is the geometric mean of the token ratios: one number per
+    sequence whose size does not grow with the length (TRL ``importance_sampling_level="sequence"``).
+    An empty column (no valid token) gets 0, a ratio of 1."""
+    m = mask.to(logp.dtype)
+    return ((logp - logp_old) * m).sum(-2) / m.sum(-2).clamp(min=1)
+
+
+def sequence_ratio(logp: Tensor, logp_old: Tensor, mask: Tensor) -> Tensor:
+    """``s_i(theta) = exp(sequence_log_ratio)``: GSPO's sequence-level importance ratio, ``[N]``."""
+    return torch.exp(sequence_log_ratio(logp, logp_old, mask))
+
+
+def gspo_surrogate(logp: Tensor, logp_old: Tensor, adv: Tensor, mask: Tensor, eps_low: float,
+                   eps_high: float | None = None, token_level: bool = False) -> Tensor:
+    """GSPO's clipped sequence-level objective (Zheng et al. 2025, eq. 5), negated, per token:
+
+        s_i  = exp(1/|y_i| sum_t log(pi / pi_old)(y_i,t))                    sequence_log_ratio
+        loss_i = -min(s_i A_i, clip(s_i, 1 - eps_low, 1 + eps_high) A_i)     clipped per sequence
+
+    returned ``[T, N]``, each valid token of sequence i carrying ``loss_i`` (``adv`` is the
+    sequence's advantage broadcast over its tokens, 0 on padding), so that a per-sequence token
+    mean (``seq-mean-token-mean``) is the paper's ``1/G sum_i loss_i``. A clipped sequence drops
+    out whole: the clip acts on whole responses, as the reward does.
+
+    ``token_level``: GSPO-token, ``s_i,t = sg[s_i] pi(y_i,t) / sg[pi(y_i,t)]``: the same value,
+    and with one advantage per sequence the same gradient (the paper's eq. 11 and 18); it lets a
+    per-token advantage act per token (verl's ``policy_loss="gspo"`` is this form).
+    """
+    log_s = sequence_log_ratio(logp, logp_old, mask).unsqueeze(-2)       # [1, N]: one ratio per column
+    if token_level:
+        log_s = log_s.detach() + logp - logp.detach()                    # [T, N]: sg[s_i] pi / sg[pi]
+    return clipped_surrogate(log_s.expand_as(adv), torch.zeros_like(adv), adv, eps_low, eps_high)
+
+
+def cispo_loss(logp: Tensor, logp_old: Tensor, adv: Tensor, eps_low: float, eps_high: float) -> Tensor:
+    """CISPO (MiniMax-M1, 2025, arXiv 2506.13585, eq. 4-5), elementwise, negated:
+
+        r_hat = clip(r, 1 - eps_low, 1 + eps_high),   r = exp(logp - logp_old)
+        loss  = -sg(r_hat) * A * logp
+
+    The importance weight is clipped and held constant (stop-gradient), so the gradient is
+    ``-sg(r_hat) A grad log pi`` on *every* token: unlike PPO's clip no token's gradient is ever
+    cut (the rare "fork" tokens whose ratio leaves the range still learn), only its weight is
+    bounded. TRL ``loss_type="cispo"`` clamps at ``epsilon_high`` itself (``min(r, eps_max)``,
+    no lower bound); here ``1 + eps_high``, and ``eps_low >= 1`` is no lower bound (r > 0)."""
+    weight = torch.clamp(torch.exp(logp - logp_old), 1.0 - eps_low, 1.0 + eps_high).detach()
+    return -weight * adv * logp
 
 
 def clip_fraction(logp: Tensor, logp_old: Tensor, eps_low: float, eps_high: float | None = None) -> Tensor:
@@ -85,7 +140,8 @@ def kl_estimate(logp: Tensor, logp_ref: Tensor, kind: str) -> Tensor:
     raise ValueError(f"unknown KL estimator {kind!r}; valid: {', '.join(KL_ESTIMATORS)}")
 
 
-def aggregate(x: Tensor, mask: Tensor | None, mode: str, normalizer: float | Tensor | None = None) -> Tensor:
+def aggregate(x: Tensor, mask: Tensor | None, mode: str, normalizer: float | Tensor | None = None,
+              max_length: int | None = None) -> Tensor:
     """Reduce a time-major ``[T, N]`` per-token quantity to a scalar over valid tokens.
 
     ``mask``: ``[T, N]``, 1 for a real token/step, 0 for padding (None: all valid). Modes
@@ -93,8 +149,14 @@ def aggregate(x: Tensor, mask: Tensor | None, mode: str, normalizer: float | Ten
 
     - ``token-mean``: ``sum(x * m) / sum(m)`` (DAPO: every token weighs the same);
     - ``seq-mean-token-mean``: mean over sequences of each sequence's token mean (GRPO);
-    - ``seq-mean-token-sum``: mean over sequences of each sequence's token sum (Dr. GRPO
-      with a constant instead of the length, REINFORCE on whole sequences).
+    - ``seq-mean-token-sum``: mean over sequences of each sequence's token sum (REINFORCE on
+      whole sequences: the whole output is one action, RLOO);
+    - ``seq-mean-token-sum-norm``: mean over sequences of each sequence's token sum divided by
+      the constant ``max_length`` (Dr. GRPO, Liu et al. 2025, §3.1: the length normaliser
+      ``1/|o_i|`` is replaced by one constant, the generation budget, so no sequence's tokens
+      weigh more for being short; TRL ``loss_type="dr_grpo"`` divides by
+      ``max_completion_length``). ``max_length`` must be given: the padded width of a batch is
+      not a constant.
 
     ``normalizer`` overrides the denominator (token count or sequence count) so that a
     micro-batch can be scaled by the *whole* batch's count: accumulating micro-batch
@@ -117,6 +179,11 @@ def aggregate(x: Tensor, mask: Tensor | None, mode: str, normalizer: float | Ten
         per_seq = (x * m).sum(-2) / m.sum(-2).clamp(min=1)
     elif mode == "seq-mean-token-sum":
         per_seq = (x * m).sum(-2)
+    elif mode == "seq-mean-token-sum-norm":
+        if max_length is None:
+            raise ValueError("aggregation seq-mean-token-sum-norm divides by a constant length: pass max_length "
+                             "(the response length limit)")
+        per_seq = (x * m).sum(-2) / max_length
     else:
         raise ValueError(f"unknown aggregation mode {mode!r}; valid: {', '.join(AGGREGATION_MODES)}")
     denom = (m.sum(-2) > 0).sum(-1) if normalizer is None else normalizer

@@ -12,9 +12,9 @@ from functools import partial
 from typing import ClassVar
 
 from algos.advantages import leave_one_out
-from algos.base import (Algorithm, GroupRollout, Metrics, check_lr, check_max_grad_norm, check_positive,
-                        check_range, clipped_epochs)
-from algos.losses import clipped_surrogate, policy_gradient
+from algos.base import (Algorithm, GroupRollout, Metrics, check_choice, check_lr, check_max_grad_norm,
+                        check_positive, check_range, clipped_epochs)
+from algos.losses import AGGREGATION_MODES, clipped_surrogate, policy_gradient
 from algos.stack import RunStack, per_run, split_metrics
 
 
@@ -28,10 +28,12 @@ class RLOOConfig(GroupRollout):
     num_minibatches: int = 1
     clip_eps: float = 0.2         # only for num_epochs > 1 (TRL's PPO-style RLOO option)
     adv_norm: bool = False        # TRL: normalize_advantage=False
+    loss_agg: str = "seq-mean-token-sum"  # each sequence's token sum, mean over sequences: the whole output is one action (Ahmadian et al. 2024)
     max_grad_norm: float | None = None
 
     def __post_init__(self):
         super().__post_init__()
+        check_choice("loss_agg", self.loss_agg, AGGREGATION_MODES)
         check_lr(self, "lr")
         check_positive(self, "num_epochs", "clip_eps")
         self.check_minibatches()
@@ -87,14 +89,15 @@ class RLOO(Algorithm):
     def update_runs(cls, stack: RunStack) -> list[dict[str, float]]:
         """The update of the K runs of ``stack`` (``algos/stack.py``; K = 1 for a run alone): each
         run's leave-one-out advantages, then one gradient step on each sequence's token sum (the
-        whole output is one action), mean over sequences; every run in one stacked pass."""
+        whole output is one action; ``loss_agg``), mean over sequences; every run in one stacked pass."""
         batches = stack.batch.batches
         runs, cfg = stack.algos, stack.algos[0].cfg    # the options the runs of a stack share
         prepared = [run.advantages(b) for run, b in zip(runs, batches)]
         advantages = stack.stack_steps([p[0] for p in prepared])
         clip_eps = per_run([run.cfg.clip_eps for run in runs], like=advantages, dims=2)
         out = clipped_epochs(
-            stack, stack.batch, partial(runs[0].objective, clip_eps=clip_eps), aggregation="seq-mean-token-sum",
+            stack, stack.batch, partial(runs[0].objective, clip_eps=clip_eps), aggregation=cfg.loss_agg,
+            max_length=batches[0].length_limit,   # the runs of a stack share the length limit
             by="column", num_epochs=cfg.num_epochs, num_minibatches=cfg.num_minibatches,
             optimizer=stack.optimizers["optimizer"], params=None, max_grad_norm=cfg.max_grad_norm,
             clip=(clip_eps, clip_eps) if cfg.num_epochs > 1 else None, advantages=advantages)

@@ -362,6 +362,12 @@ def plan_runs(sweep: SweepConfig, algo_overrides: dict[str, str], suite_override
         base = {**suite.defaults_for(cls),   # the suite's protocol, resolved along cls's class hierarchy
                 **{k: v for k, v in preset_algo.items() if k in _field_types(cls.Config)}}
         algo_cfg = apply_overrides(cls.Config, base, overrides, name, "algo.")
+        sequence_option = cls.needs(cls.Config(**algo_cfg)).sequence_level
+        if sequence_option is not None and not suite.sequence_columns:
+            valid = [s for s in suites.names() if suites.get(s).sequence_columns]
+            raise ConfigError(f"{name}: {sequence_option} is a sequence-level option: it needs every column to be "
+                              f"one generated sequence, and suite {suite.name}'s columns are episodes; "
+                              f"valid suites: {', '.join(valid)}")
         algo_default = apply_overrides(cls.Config, base, {}, name, "algo.")
         parts = variant_parts[:1] + [f"{k}={format_value(algo_cfg[k])}"
                                      for k in sorted(overrides) if algo_cfg[k] != algo_default[k]] + variant_parts[1:]

@@ -38,6 +38,10 @@ class Suite(ABC):
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
     # Named lists of (algorithm, {option: value}) settings, e.g. the rows of a paper's table.
     grids: ClassVar[dict[str, list[tuple[str, dict[str, Any]]]]] = {}
+    # Whether a group batch's column is one sequence of one generation whose tokens share one reward
+    # (an LM completion), not an episode of an environment: sequence-level options (GSPO's sequence
+    # importance ratio, ``Needs.sequence_level``) are refused at planning on a suite without it.
+    sequence_columns: ClassVar[bool] = False
     # The most torch threads a process of this suite uses (None: as many as its share of the cores);
     # set where a second thread measurably gains nothing (harness.config.threads_per_run).
     max_threads: ClassVar[int | None] = None

@@ -4,7 +4,8 @@ import math
 import pytest
 import torch
 
-from algos.advantages import discounted_returns, gae, group_relative, leave_one_out, normalize
+from algos.advantages import (discounted_returns, gae, group_baseline_normalized, group_relative, leave_one_out,
+                              normalize, reinforce_pp)
 
 
 # --------------------------------------------------------------------------------------
@@ -271,3 +272,67 @@ def test_normalize_without_centring_only_divides_by_the_std(masked):
     expected = torch.where(mask > 0, x / (std + 1e-8), torch.zeros_like(x))
     torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
     assert (y * mask).sum() / mask.sum() > 1.0   # not centred
+
+
+def ragged_mask(seed, T=9, N=7):
+    """A mask of ragged lengths 1..T (one column full) and the lengths."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, T + 1, (N,), generator=g)
+    lengths[0] = T
+    return (torch.arange(T).unsqueeze(1) < lengths.unsqueeze(0)).float(), lengths
+
+
+# --------------------------------------------------------------------------------------
+# REINFORCE++'s advantages against loops
+
+
+def whiten_loop(values):
+    n = len(values)
+    mean = sum(values) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return [(v - mean) / (std + 1e-8) for v in values]
+
+
+@pytest.mark.parametrize("gamma,kl_coef", [(1.0, 0.0), (1.0, 0.05), (0.9, 0.05)])
+def test_reinforce_pp_advantage_matches_the_token_loop(gamma, kl_coef):
+    mask, lengths = ragged_mask(11)
+    T, N = mask.shape
+    scores = torch.randn(N, generator=torch.Generator().manual_seed(12))
+    kl = torch.randn(T, N, generator=torch.Generator().manual_seed(13)) * mask
+    out = reinforce_pp(scores, mask, kl if kl_coef else None, kl_coef, gamma)
+    returns, where = [], []
+    for n in range(N):
+        L = lengths[n].item()
+        rewards = [-kl_coef * kl[t, n].item() + (scores[n].item() if t == L - 1 else 0.0) for t in range(L)]
+        g = 0.0
+        column = []
+        for t in reversed(range(L)):
+            g = rewards[t] + gamma * g
+            column.append(g)
+        returns += column[::-1]
+        where += [(t, n) for t in range(L)]
+    expected = torch.zeros(T, N)
+    for (t, n), a in zip(where, whiten_loop(returns)):
+        expected[t, n] = a
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_group_baseline_normalized_matches_the_loop():
+    mask, lengths = ragged_mask(14, N=8)
+    scores = torch.randn(8, generator=torch.Generator().manual_seed(15))
+    groups = torch.tensor([5, 5, 9, 9, 9, 2, 2, 2])
+    scores[2:5] = 0.5                                     # a constant group: no signal
+    out = group_baseline_normalized(scores, groups, mask)
+    centred = []
+    for n in range(8):
+        members = [scores[k].item() for k in range(8) if groups[k] == groups[n]]
+        centred.append(scores[n].item() - sum(members) / len(members))
+    tokens = [centred[n] for n in range(8) for _ in range(lengths[n].item())]
+    mean = sum(tokens) / len(tokens)
+    std = math.sqrt(sum((v - mean) ** 2 for v in tokens) / (len(tokens) - 1))
+    for n in range(8):
+        for t in range(mask.shape[0]):
+            want = (centred[n] - mean) / (std + 1e-8) if t < lengths[n] else 0.0
+            assert out[t, n].item() == pytest.approx(want, rel=1e-5, abs=1e-6)
+    # the global std, not the group's: the group-mean advantage of two groups keeps their scale
+    assert not torch.allclose(out[0, :2].abs(), out[0, 5:7].abs()[:2])

@@ -4,8 +4,9 @@ import math
 import pytest
 import torch
 
-from algos.losses import (AGGREGATION_MODES, aggregate, clip_fraction, clip_fractions, clipped_surrogate,
-                          importance_surrogate, kl_estimate, policy_gradient)
+from algos.losses import (AGGREGATION_MODES, aggregate, cispo_loss, clip_fraction, clip_fractions, clipped_surrogate,
+                          gspo_surrogate, importance_surrogate, kl_estimate, policy_gradient, sequence_log_ratio,
+                          sequence_ratio)
 from algos.trpo import conjugate_gradient
 
 
@@ -147,6 +148,9 @@ def test_kl_estimators_are_unbiased_for_known_categoricals():
 # aggregation
 
 
+MAX_LENGTH = 11   # seq-mean-token-sum-norm's constant (the others ignore it)
+
+
 def aggregate_loop(x, mask, mode):
     T, N = len(x), len(x[0])
     if mode == "token-mean":
@@ -158,7 +162,8 @@ def aggregate_loop(x, mask, mode):
         vals = [x[t][n] for t in range(T) if mask[t][n]]
         if not vals:
             continue
-        per_seq.append(sum(vals) / len(vals) if mode == "seq-mean-token-mean" else sum(vals))
+        per_seq.append(sum(vals) / len(vals) if mode == "seq-mean-token-mean"
+                       else sum(vals) / MAX_LENGTH if mode == "seq-mean-token-sum-norm" else sum(vals))
     return sum(per_seq) / len(per_seq)
 
 
@@ -175,15 +180,15 @@ def random_masked(seed, T=7, N=6):
 def test_aggregate_matches_loop(mode, seed):
     x, mask = random_masked(seed)
     x = torch.where(mask > 0, x, torch.full_like(x, 1e3))  # padding must not leak in
-    out = aggregate(x, mask, mode)
+    out = aggregate(x, mask, mode, max_length=MAX_LENGTH)
     assert out.dim() == 0
     assert out.item() == pytest.approx(aggregate_loop(x.tolist(), mask.tolist(), mode), rel=1e-5)
 
 
 def test_aggregate_modes_differ_on_ragged_masks():
     x, mask = random_masked(3)
-    values = [aggregate(x, mask, m).item() for m in AGGREGATION_MODES]
-    assert len({round(v, 6) for v in values}) == 3
+    values = [aggregate(x, mask, m, max_length=MAX_LENGTH).item() for m in AGGREGATION_MODES]
+    assert len({round(v, 6) for v in values}) == len(AGGREGATION_MODES)
 
 
 def test_aggregate_unknown_mode():
@@ -202,20 +207,153 @@ def test_micro_batch_gradients_sum_to_the_full_batch_gradient(mode):
         return torch.tanh(theta[0] * x[:, cols] + theta[1]) * w[:, cols] + theta[2] ** 2 * x[:, cols]
 
     all_cols = torch.arange(9)
-    full = aggregate(per_token(all_cols), mask, mode)
+    full = aggregate(per_token(all_cols), mask, mode, max_length=MAX_LENGTH)
     (g_full,) = torch.autograd.grad(full, theta)
 
     normalizer = mask.sum() if mode == "token-mean" else (mask.sum(0) > 0).sum()
     g_sum = torch.zeros_like(theta)
     for cols in torch.tensor_split(torch.randperm(9, generator=gen(7)), 3):
-        part = aggregate(per_token(cols), mask[:, cols], mode, normalizer=normalizer)
+        part = aggregate(per_token(cols), mask[:, cols], mode, normalizer=normalizer, max_length=MAX_LENGTH)
         (g,) = torch.autograd.grad(part, theta)
         g_sum += g
     torch.testing.assert_close(g_sum, g_full, rtol=1e-5, atol=1e-6)
     # without the shared normalizer the sum is not the full gradient (the test has teeth)
-    g_naive = sum(torch.autograd.grad(aggregate(per_token(c), mask[:, c], mode), theta)[0]
+    g_naive = sum(torch.autograd.grad(aggregate(per_token(c), mask[:, c], mode, max_length=MAX_LENGTH), theta)[0]
                   for c in torch.tensor_split(torch.arange(9), 3))
     assert not torch.allclose(g_naive, g_full, rtol=1e-3)
+
+
+def ragged(seed, T=9, N=7, scale=0.3, dtype=torch.float32):
+    """Time-major logp, logp_old, per-sequence advantages broadcast over the tokens, and a mask of
+    ragged lengths 1..T (padding holds garbage that must not leak in)."""
+    g = gen(seed)
+    lengths = torch.randint(1, T + 1, (N,), generator=g)
+    lengths[0] = T                                   # one full column
+    mask = (torch.arange(T).unsqueeze(1) < lengths.unsqueeze(0)).to(dtype)
+    logp = (-1.0 + scale * torch.randn(T, N, generator=g)).to(dtype)
+    logp_old = (logp + scale * torch.randn(T, N, generator=g)).to(dtype)
+    adv_seq = torch.randn(N, generator=g).to(dtype)
+    adv = adv_seq.unsqueeze(0) * mask
+    junk = torch.full_like(logp, 7.0)
+    logp = torch.where(mask > 0, logp, junk)
+    logp_old = torch.where(mask > 0, logp_old, -junk)
+    return logp, logp_old, adv, adv_seq, mask, lengths
+
+
+def valid(mask, n):
+    return [t for t in range(mask.shape[0]) if mask[t, n] > 0]
+
+
+# --------------------------------------------------------------------------------------
+# GSPO's sequence ratio and loss against loops
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sequence_ratio_is_the_geometric_mean_of_the_token_ratios(seed):
+    logp, logp_old, _, _, mask, lengths = ragged(seed)
+    out = sequence_ratio(logp, logp_old, mask)
+    assert out.shape == (mask.shape[1],)
+    for n in range(mask.shape[1]):
+        product = math.prod(math.exp(logp[t, n].item() - logp_old[t, n].item()) for t in valid(mask, n))
+        assert out[n].item() == pytest.approx(product ** (1 / lengths[n].item()), rel=1e-5)
+    # a stack [K, T, N] reduces each run alone
+    stacked = sequence_log_ratio(torch.stack([logp, logp.flip(1)]), torch.stack([logp_old, logp_old.flip(1)]),
+                                 torch.stack([mask, mask.flip(1)]))
+    assert torch.equal(stacked[0], sequence_log_ratio(logp, logp_old, mask))
+
+
+def gspo_loop(logp, logp_old, adv_seq, mask, eps_low, eps_high):
+    """The paper's J_GSPO (negated), sequence by sequence: 1/G sum_i -min(s_i A_i, clip(s_i) A_i)."""
+    losses = []
+    for n in range(mask.shape[1]):
+        ts = valid(mask, n)
+        s = math.exp(sum(logp[t, n].item() - logp_old[t, n].item() for t in ts) / len(ts))
+        a = adv_seq[n].item()
+        losses.append(-min(s * a, min(max(s, 1 - eps_low), 1 + eps_high) * a))
+    return sum(losses) / len(losses)
+
+
+@pytest.mark.parametrize("token_level", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_gspo_loss_and_gradient_match_the_sequence_loop(seed, token_level):
+    logp, logp_old, adv, adv_seq, mask, _ = ragged(seed, scale=0.02)
+    eps_low, eps_high = 3e-3, 4e-3                      # some sequences inside the range, some outside
+    s = sequence_ratio(logp, logp_old, mask)
+    assert ((s < 1 - eps_low) | (s > 1 + eps_high)).any() and ((s > 1 - eps_low) & (s < 1 + eps_high)).any()
+    lp = logp.clone().requires_grad_(True)
+    loss = aggregate(gspo_surrogate(lp, logp_old, adv, mask, eps_low, eps_high, token_level=token_level),
+                     mask, "seq-mean-token-mean")
+    loss.backward()
+    assert loss.item() == pytest.approx(gspo_loop(logp.double(), logp_old.double(), adv_seq.double(), mask,
+                                                  eps_low, eps_high), rel=1e-5)
+    # the gradient: d/dlogp_t of -s_i A_i / G = -s_i A_i / (G |y_i|) inside the clip, 0 where it binds
+    G = mask.shape[1]
+    expected = torch.zeros_like(logp)
+    for n in range(G):
+        ts = valid(mask, n)
+        a, sn = adv_seq[n].item(), s[n].item()
+        clipped = (a > 0 and sn > 1 + eps_high) or (a < 0 and sn < 1 - eps_low)
+        for t in ts:
+            expected[t, n] = 0.0 if clipped else -sn * a / (G * len(ts))
+    torch.testing.assert_close(lp.grad, expected, rtol=1e-4, atol=1e-7)
+
+
+def test_gspo_token_differs_from_gspo_only_with_per_token_advantages():
+    logp, logp_old, adv, _, mask, _ = ragged(3, scale=0.02)
+    per_token_adv = adv * torch.linspace(0.5, 1.5, adv.shape[0]).unsqueeze(1)
+    grads = {}
+    for token_level in (False, True):
+        for name, a in (("sequence", adv), ("token", per_token_adv)):
+            lp = logp.clone().requires_grad_(True)
+            aggregate(gspo_surrogate(lp, logp_old, a, mask, 0.2, token_level=token_level), mask,
+                      "seq-mean-token-mean").backward()
+            grads[token_level, name] = lp.grad
+    torch.testing.assert_close(grads[False, "sequence"], grads[True, "sequence"], rtol=1e-5, atol=1e-8)
+    assert not torch.allclose(grads[False, "token"], grads[True, "token"], rtol=1e-3)
+
+
+# --------------------------------------------------------------------------------------
+# CISPO against a loop; its gradient keeps every token
+
+
+@pytest.mark.parametrize("eps_low,eps_high", [(1.0, 0.2), (0.1, 0.3)])
+def test_cispo_loss_and_gradient_match_the_token_loop(eps_low, eps_high):
+    logp, logp_old, adv, _, mask, _ = ragged(4)
+    lp = logp.clone().requires_grad_(True)
+    out = cispo_loss(lp, logp_old, adv, eps_low, eps_high)
+    out.sum().backward()
+    expected, grad = torch.zeros_like(logp), torch.zeros_like(logp)
+    for t in range(logp.shape[0]):
+        for n in range(logp.shape[1]):
+            w = min(max(math.exp(logp[t, n].item() - logp_old[t, n].item()), 1 - eps_low), 1 + eps_high)
+            expected[t, n] = -w * adv[t, n] * logp[t, n]
+            grad[t, n] = -w * adv[t, n]                  # sg(w): d/dlogp of -w A logp is -w A
+    torch.testing.assert_close(out.detach(), expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(lp.grad, grad, rtol=1e-5, atol=1e-6)
+    # where PPO's clip cuts a token's gradient, CISPO keeps it (bounded by the clipped weight)
+    lp2 = logp.clone().requires_grad_(True)
+    clipped_surrogate(lp2, logp_old, adv, eps_low, eps_high).sum().backward()
+    cut = (lp2.grad == 0) & (adv != 0)
+    assert cut.any() and (lp.grad[cut] != 0).all()
+
+
+# --------------------------------------------------------------------------------------
+# Dr. GRPO's aggregation
+
+
+def test_seq_mean_token_sum_norm_divides_by_the_constant_not_the_length():
+    x, _, _, _, mask, lengths = ragged(5)
+    L = 20
+    out = aggregate(x, mask, "seq-mean-token-sum-norm", max_length=L)
+    per_seq = [sum(x[t, n].item() for t in valid(mask, n)) / L for n in range(mask.shape[1])]
+    assert out.item() == pytest.approx(sum(per_seq) / len(per_seq), rel=1e-5)
+    # against seq-mean-token-mean: the same only where every sequence is L long
+    assert out.item() != pytest.approx(aggregate(x, mask, "seq-mean-token-mean").item(), rel=1e-3)
+    full = torch.ones_like(mask)
+    assert aggregate(x, full, "seq-mean-token-sum-norm", max_length=x.shape[0]).item() == pytest.approx(
+        aggregate(x, full, "seq-mean-token-mean").item(), rel=1e-6)
+    with pytest.raises(ValueError, match="max_length"):
+        aggregate(x, mask, "seq-mean-token-sum-norm")
 
 
 # --------------------------------------------------------------------------------------

@@ -256,6 +256,7 @@ class LLMToySuite(Suite):
         "full": Scale(envs=VERIFIABLE + PREFERENCE, steps=163_840, seeds=3, eval_every=8192, eval_episodes=512),
     }
     scales["paper"] = scales["full"]   # the harness's default scale name
+    sequence_columns = True            # a group batch's column is one completion (GSPO's sequence ratio runs here)
 
     # One batch is 128 completions for every algorithm (the TRL reference: 16 prompts x 8).
     # Learning rates from short checks on task=sort: 1e-3 collapsed every algorithm within two
@@ -319,6 +320,12 @@ class LLMToySuite(Suite):
         "dapo": {"num_epochs": 1,                # DAPO: every completion used once per rollout step
                  "num_minibatches": 4,           # DAPO: several updates per rollout step (16 there; 4 here, 32 completions each)
                  "lr": 3e-4},                    # grpo's one-step-per-batch step size, not re-tuned for 4 updates per batch
+        # GRPO variants (algos/): each runs grpo's entry, changed here. A variant whose change acts only
+        # off-policy (a ratio or IS weight other than 1) takes several updates per batch, as dapo.
+        "gspo": {"num_minibatches": 4},          # GSPO §5.1: each rollout batch partitioned into four minibatches
+        "cispo": {"num_minibatches": 4},         # as dapo: 4 updates per batch, so the IS weight leaves 1 and its clip acts
+        # REINFORCE++ (and its baseline form) takes several PPO-clip updates per rollout batch
+        "reinforce_pp": {"num_minibatches": 4},  # OpenRLHF's reinforce script: rollout batch 1024 / train batch 128 = 8 updates; 4 here, as dapo
     }
 
     def __init__(self):
