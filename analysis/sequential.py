@@ -120,6 +120,13 @@ class SequentialTest:
             self._normalization = float(splits ** (strata * (self.k + 1)))
             self._exact = True
             return
+        if self._exact and self._paths is not None:
+            # the exact rounds so far left fewer than B paths: each is copied until there are about B
+            # (weights unchanged in total), so that the random rounds from here on estimate their
+            # boundaries from B draws, not from the few hundred splits of one small round
+            copies = math.ceil(self.permutations / max(len(self._paths), 1))
+            self._paths = np.repeat(self._paths, copies)
+            self._normalization *= copies
         self._exact = False
         count = self.permutations if self._paths is None else len(self._paths)
         order = np.argsort(self.rng.random((count, strata, two_n)), axis=-1)[..., :n]   # X's places per stratum
