@@ -204,6 +204,10 @@ def _help(argv: list[str]) -> int:
         classes = {name: algos.get(name) for name in top.get("algo", "").split(",") if name}
         print(f"suite {suite.name} (suite.<option>=value):")
         print(describe(suite.Config, "suite."))
+        summaries = suite.env_summaries()
+        width = max(map(len, summaries))
+        print(f"\nenvironments of suite {suite.name} (env=; the default ones):")
+        print("\n".join(f"  {env.ljust(width)}  {line}".rstrip() for env, line in summaries.items()))
         for name, cls in classes.items():
             print(f"\n{name}, {cls.rollout} rollout (algo.<option>=value; defaults on suite {suite.name}, "
                   f"each with its source; [suite {suite.name}]: the suite's protocol):")
