@@ -49,8 +49,8 @@ class LLMToyConfig:
     sft_steps: int | None = None         # warm-start SFT steps; default the task's (short: the start is below the ceiling)
     sft_batch_size: int = 64
     sft_lr: float = 1e-3
-    sft_noise: float | None = None       # fraction of noisy demonstrations (sort, add: one digit wrong); default the task's
-    digits: tuple[int, ...] | None = None  # MIN,MAX digits of each number in a prompt (sort 3,6; add 1,4); default the task's
+    sft_noise: float | None = None       # fraction of noisy demonstrations (sort, add: one digit wrong); default the task's (0.5, 0.1)
+    digits: tuple[int, ...] | None = None  # MIN,MAX digits of each number in a prompt (sort 3,6; add 1,3); default the task's
     sft_seed: int = 0                    # seed of the model initialisation and the warm start (shared by all runs)
     rm_pairs: int = 4096                 # preference pairs of SFT samples for the reward model
     rm_steps: int = 400

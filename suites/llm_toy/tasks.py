@@ -217,8 +217,8 @@ class SortTask(ExactDigitsTask):
 
 
 class AddTask(ExactDigitsTask):
-    """Verifiable: add two numbers of 1-4 digits each, written most significant digit first.
-    ``"4821+377="`` -> ``"5198"`` then EOS; reward 1 for the exact sum followed by EOS, else 0.
+    """Verifiable: add two numbers of 1-3 digits each, written most significant digit first.
+    ``"482+739="`` -> ``"1221"`` then EOS; reward 1 for the exact sum followed by EOS, else 0.
     Carries make it hard for a tiny model: the first digit of the answer depends on every
     column, so unlike ``sort`` it does not saturate at the quick scale.
 
@@ -227,13 +227,17 @@ class AddTask(ExactDigitsTask):
     """
 
     name = "add"
-    summary = ("verifiable: 4821+377= -> 5198 EOS (1-4 digits a number; suite.digits=), exact match; "
+    summary = ("verifiable: 482+739= -> 1221 EOS (1-3 digits a number; suite.digits=), exact match; "
                "eval_long_return: a digit more")
     alphabet = "0123456789+="
-    default_digits = (1, 4)
-    # The warm start: as sort's, demonstrations of which a fraction have one digit wrong.
-    sft_steps = 200
-    sft_noise = 0.5
+    # Calibrated on the tiny model (SFT curves, suites/llm_toy/README.md): with 1-4 digits 200
+    # SFT steps reach 1% greedy exact match; 1-3 digits learn faster, and still far from the ceiling.
+    default_digits = (1, 3)
+    # The warm start: demonstrations of which a tenth have one digit wrong. Unlike sort the task
+    # itself keeps the start low; sort's half-noisy demonstrations only slow SFT here (1000 steps:
+    # 16% greedy at 0.5 against 10% after 400 steps at 0.1).
+    sft_steps = 1000
+    sft_noise = 0.1
 
     @property
     def max_prompt_chars(self):
