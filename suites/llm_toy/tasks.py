@@ -234,8 +234,8 @@ class AddTask(ExactDigitsTask):
     # SFT steps reach 1% greedy exact match; 1-3 digits learn faster, and still far from the ceiling.
     default_digits = (1, 3)
     # The warm start: demonstrations of which a tenth have one digit wrong. Unlike sort the task
-    # itself keeps the start low; sort's half-noisy demonstrations only slow SFT here (1000 steps:
-    # 16% greedy at 0.5 against 10% after 400 steps at 0.1).
+    # itself keeps the start low; sort's half-noisy demonstrations only slow SFT here (after 1000
+    # steps, greedy exact match 16% at noise 0.5 against 37% at 0.1; sampled 7% against 27%).
     sft_steps = 1000
     sft_noise = 0.1
 
