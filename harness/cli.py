@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -204,6 +205,13 @@ def _help(argv: list[str]) -> int:
         classes = {name: algos.get(name) for name in top.get("algo", "").split(",") if name}
         print(f"suite {suite.name} (suite.<option>=value):")
         print(describe(suite.Config, "suite."))
+        summaries = suite.env_summaries()
+        print(f"\nenvironments of suite {suite.name} (env=; the default ones):")
+        if any(summaries.values()):
+            width = max(map(len, summaries))
+            print("\n".join(f"  {env.ljust(width)}  {line}".rstrip() for env, line in summaries.items()))
+        else:   # names alone (Atari's 57 games): wrapped, not a line each
+            print(textwrap.fill(", ".join(summaries), width=100, initial_indent="  ", subsequent_indent="  "))
         for name, cls in classes.items():
             print(f"\n{name}, {cls.rollout} rollout (algo.<option>=value; defaults on suite {suite.name}, "
                   f"each with its source; [suite {suite.name}]: the suite's protocol):")

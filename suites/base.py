@@ -88,6 +88,11 @@ class Suite(ABC):
     def validate_env(self, env_id: str) -> None:
         """Raise ``ConfigError`` naming the valid choices if ``env_id`` cannot run here."""
 
+    def env_summaries(self) -> dict[str, str]:
+        """``{env: one line}`` for ``./run_all.sh help suite=X``: the default environments, undescribed;
+        a suite whose environments need saying what they are (llm_toy's tasks) overrides this."""
+        return dict.fromkeys(self.default_envs, "")
+
     def canonical_env(self, env_id: str) -> str:
         """The name results are stored under, for a valid ``env_id`` (e.g. Atari: ``Pong-v5`` -> ``Pong``)."""
         return env_id

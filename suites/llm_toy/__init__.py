@@ -1,5 +1,5 @@
 """LLM toy suite: all seven algorithms on a tiny causal LM, with verifiable rewards
-(``task=sort``) and RLHF against a learned reward model (``task=keywords``).
+(``task=sort``, ``task=add``) and RLHF against a learned reward model (``task=keywords``).
 
 The pieces (see each module):
 
@@ -28,7 +28,7 @@ from torch import Tensor
 
 from core.errors import ConfigError
 from suites.base import Scale, Suite
-from suites.llm_toy.tasks import PREFERENCE, TASKS, VERIFIABLE
+from suites.llm_toy.tasks import MAX_DIGITS, PREFERENCE, TASKS, VERIFIABLE, ExactDigitsTask
 
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 WARMSTART_DEVICES = ("auto", "cpu", "cuda")
@@ -49,7 +49,8 @@ class LLMToyConfig:
     sft_steps: int | None = None         # warm-start SFT steps; default the task's (short: the start is below the ceiling)
     sft_batch_size: int = 64
     sft_lr: float = 1e-3
-    sft_noise: float | None = None       # fraction of noisy demonstrations (sort: one digit wrong); default the task's
+    sft_noise: float | None = None       # fraction of noisy demonstrations (sort, add: one digit wrong); default the task's (0.5, 0.1)
+    digits: tuple[int, ...] | None = None  # MIN,MAX digits of each number in a prompt (sort 3,6; add 1,3); default the task's
     sft_seed: int = 0                    # seed of the model initialisation and the warm start (shared by all runs)
     rm_pairs: int = 4096                 # preference pairs of SFT samples for the reward model
     rm_steps: int = 400
@@ -84,6 +85,9 @@ class LLMToyConfig:
                 raise ConfigError(f"suite.{key}={value} must be >= 0")
         if self.sft_noise is not None and not 0.0 <= self.sft_noise <= 1.0:
             raise ConfigError(f"suite.sft_noise={self.sft_noise} must lie in [0, 1] (a fraction of demonstrations)")
+        if self.digits is not None and not (len(self.digits) == 2 and 1 <= self.digits[0] <= self.digits[1] <= MAX_DIGITS):
+            raise ConfigError(f"suite.digits={','.join(map(str, self.digits))} is not valid; valid: MIN,MAX with "
+                              f"1 <= MIN <= MAX <= {MAX_DIGITS} (digits of each number of task=sort or task=add)")
         if self.missing_eos_score is not None and not math.isfinite(self.missing_eos_score):
             raise ConfigError(f"suite.missing_eos_score={self.missing_eos_score} must be a finite number (or none)")
 
@@ -113,9 +117,8 @@ class TaskEnv:
         from suites.llm_toy.tasks import load_tokenizer
         from suites.llm_toy.warmstart import cached, resolve_device, train_reward_model, train_sft
         self.cfg = cfg
-        task_cls = TASKS[task_name]
-        self.task = task_cls(sft_noise=cfg.sft_noise) if cfg.sft_noise is not None else task_cls()
-        self.tokenizer = load_tokenizer(cfg.model)
+        self.task = make_task(task_name, cfg)
+        self.tokenizer = load_tokenizer(cfg.model, self.task.alphabet)
         self.max_new_tokens = cfg.max_new_tokens or self.task.max_new_tokens
         self.prompt_len = 1 + self.tokenizer.max_tokens(self.task.max_prompt_chars)
         # Room for any response length limit, so one warm start serves them all (RoPE has no
@@ -231,6 +234,17 @@ class TaskEnv:
         return Rollout(obs, actions, mask, lengths, has_eos_t, scores, gold.float(), logp_old, logp_gen)
 
 
+def make_task(task_name: str, cfg: LLMToyConfig):
+    """The task with the suite's task options laid over its own defaults (``digits`` only where
+    the task has numbers of a chosen length)."""
+    options = {}
+    if cfg.sft_noise is not None:
+        options["sft_noise"] = cfg.sft_noise
+    if cfg.digits is not None and issubclass(TASKS[task_name], ExactDigitsTask):
+        options["min_digits"], options["max_digits"] = cfg.digits
+    return TASKS[task_name](**options)
+
+
 def _autocasting(agent) -> bool:
     return agent.bf16 and agent.device.type == "cuda"
 
@@ -248,8 +262,8 @@ class LLMToySuite(Suite):
     Config = LLMToyConfig
     default_envs = VERIFIABLE + PREFERENCE
     scales = {
-        # every algorithm on the verifiable task, one update each: CI
-        "smoke": Scale(envs=VERIFIABLE, steps=128, seeds=1, eval_every=128, eval_episodes=32),
+        # every algorithm on task=sort, one update each: CI (task=add names itself: it trains a second warm start)
+        "smoke": Scale(envs=("sort",), steps=128, seeds=1, eval_every=128, eval_episodes=32),
         # each run a few minutes on one CPU core
         "quick": Scale(envs=VERIFIABLE + PREFERENCE, steps=40_960, seeds=3, eval_every=4096, eval_episodes=256),
         # the suite's full protocol
@@ -366,12 +380,17 @@ class LLMToySuite(Suite):
     def evaluate(self, agent, env: TaskEnv, episodes: int, seed: int) -> dict[str, float]:
         return evaluate(agent, env, episodes, seed)
 
+    def env_summaries(self) -> dict[str, str]:
+        return {name: cls.summary for name, cls in TASKS.items()}
+
 
 @torch.no_grad()
 def evaluate(agent, env: TaskEnv, episodes: int, seed: int) -> dict[str, float]:
     """Held-out prompts (the same for every run): sampled (temperature 1) and greedy
     completions. ``eval_return_mean`` is the headline: the gold score of sampled completions
-    (on a verifiable task, the success rate)."""
+    (on a verifiable task, the success rate). A task with a generalisation set (``add``: longer
+    numbers than any training prompt) also reports its sampled gold score, ``eval_long_return``,
+    beside the headline, never in it."""
     from torch.distributions import kl_divergence
     device = agent.device
     prompts = env.task.eval_prompts(episodes)
@@ -390,6 +409,9 @@ def evaluate(agent, env: TaskEnv, episodes: int, seed: int) -> dict[str, float]:
     kl_seq = both[..., 0].sum(0)                          # sum_t KL(pi(.|s_t) || pi_ref(.|s_t)), exact per state
     tokens = sampled.mask.sum()
     gold = sampled.gold.cpu().numpy()
+    long_prompts = env.task.long_prompts(episodes)
+    extra = {} if long_prompts is None else {
+        "eval_long_return": float(env.rollout(agent, long_prompts, generator).gold.mean())}
     return {
         "eval_return_mean": float(gold.mean()), "eval_return_std": float(gold.std()), "eval_episodes": len(prompts),
         "eval_greedy_return": float(greedy.gold.mean()),
@@ -399,4 +421,5 @@ def evaluate(agent, env: TaskEnv, episodes: int, seed: int) -> dict[str, float]:
         "eval_eos_rate": float(sampled.has_eos.float().mean()),
         "eval_entropy": float(both[..., 1].sum() / tokens),
         "eval_gen_tokens_per_s": float(tokens) / max(gen_seconds, 1e-9),
+        **extra,
     }
