@@ -257,7 +257,8 @@ def test_microbatch_accumulation_equals_the_full_batch_gradient(sort_env, mode):
     def loss(cols, normalizer):
         logp = agent.dist(rollout.obs[:, cols]).log_prob(rollout.actions[:, cols])
         per_token = clipped_surrogate(logp, logp_old[:, cols], adv[:, cols], 0.2)
-        return aggregate(per_token, rollout.mask[:, cols], mode, normalizer)
+        # seq-mean-token-sum-norm's constant: the response length limit (any constant: it scales every micro-batch alike)
+        return aggregate(per_token, rollout.mask[:, cols], mode, normalizer, max_length=rollout.mask.shape[0])
 
     def grads(chunks, normalizer_of):
         agent.zero_grad(set_to_none=True)
