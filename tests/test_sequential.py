@@ -85,9 +85,9 @@ def test_bad_parameters_are_refused():
 def test_random_rounds_after_an_exact_one_draw_about_b_paths():
     """Round 1 of 3 seeds on 2 environments has 20**2 = 400 splits (enumerated exactly); the later
     rounds are random. Extending only the 400 exact paths by one random split each would set their
-    boundaries from a few hundred draws (measured at alpha = 0.05: 6.1% and 6.7% wrong in 400
-    synthetic A/A comparisons each, against 5.3% of 4,000 with this); the paths are copied to about
-    B first."""
+    boundaries from a few hundred draws (bench/verdict_error_rates.py at alpha = 0.05: 6.1% and 6.7%
+    wrong in 400 synthetic A/A comparisons each, 5.3% and 5.5% with this); the paths are copied to
+    about B first."""
     rng = np.random.default_rng(3)
     x, y = rng.normal(size=(2, 6)), rng.normal(size=(2, 6))
     test = SequentialTest(n=3, rounds=2, alpha=0.05, permutations=10_000, seed=0)
