@@ -700,15 +700,14 @@ def run_sequential(candidate: str, baseline: str, alpha: float = 0.05, max_seeds
     for k in range(rounds):
         seeds = (k + 1) * round_seeds
         print(f"round {k + 1} of {rounds}: seeds 0-{seeds - 1} per side", file=out)
-        buffer = io.StringIO()
+        # the plan as it is printed, before the runs (round 1 whole, later rounds their X/Y lines); the
+        # round's table is held back: only the last round's is shown, with the test's verdict
+        stream = _RoundOutput(out, whole_plan=k == 0)
         try:
-            comparison = run_compare(candidate, baseline, seeds=seeds, out=buffer, canaries=canaries, **compare_args)
+            comparison = run_compare(candidate, baseline, seeds=seeds, out=stream, canaries=canaries, **compare_args)
         finally:
-            text = buffer.getvalue()
-            plan_part, _, table = text.partition("\ncompare: X = ")
-            print(plan_part if k == 0 else "\n".join(line for line in plan_part.splitlines()
-                                                      if line.lstrip().startswith(("X =", "Y =", "canaries"))),
-                  file=out)
+            stream.flush_line()
+        table = stream.table.getvalue().partition("compare: X = ")[2]
         candidate = comparison.candidate
         if comparison.verdict == "identical":
             print("compare: X = " + table, file=out, end="")
@@ -728,6 +727,38 @@ def run_sequential(candidate: str, baseline: str, alpha: float = 0.05, max_seeds
         write_verdict_json(Path(json_path), comparison, alpha=alpha, archive=compare_args.get("archive"),
                            test=test if comparison.verdict != "identical" else None)
     return comparison
+
+
+class _RoundOutput(io.TextIOBase):
+    """What compare prints in one round of ``seeds=auto``, line by line as it comes: the plan goes
+    through to ``out`` at once (all of it, or only its ``X =``, ``Y =`` and canary lines), the
+    comparison table from its ``compare: X = `` line on is kept in ``table``."""
+
+    def __init__(self, out: TextIO, whole_plan: bool):
+        super().__init__()
+        self.out, self.whole_plan = out, whole_plan
+        self.table, self._line = io.StringIO(), ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._line += text
+        *lines, self._line = self._line.split("\n")
+        for line in lines:
+            self._route(line)
+        return len(text)
+
+    def flush_line(self) -> None:
+        if self._line:
+            self._route(self._line)
+            self._line = ""
+
+    def _route(self, line: str) -> None:
+        if self.table.tell() or line.startswith("compare: X = "):
+            self.table.write(line + "\n")
+        elif self.whole_plan or line.lstrip().startswith(("X =", "Y =", "canaries")):
+            print(line, file=self.out, flush=True)
 
 
 def _score_matrix(scores: pd.DataFrame, label: str, seeds: int) -> "np.ndarray":

@@ -145,3 +145,21 @@ def test_a_canary_keeps_what_a_run_computed_not_how_fast(tmp_path):
     assert differences(slow, fast) == []
     moved = differences(slow, metrics(497.6, 0.26))
     assert len(moved) == 1 and moved[0].startswith("policy_loss at update 1")
+
+
+def test_seeds_auto_prints_each_rounds_plan_as_it_comes_and_holds_the_table_back():
+    """The plan reaches the terminal before the round's runs start (not after the round), and the
+    round's bootstrap table is kept for the end; later rounds show only their X/Y and canary lines."""
+    import io
+    from harness.compare import _RoundOutput
+    out = io.StringIO()
+    stream = _RoundOutput(out, whole_plan=True)
+    print("compare plan: suite mujoco\n  X = a: 0 of 3 run(s) exist", file=stream, end="")
+    assert out.getvalue() == "compare plan: suite mujoco\n"           # a whole line goes through at once
+    print("\n\ncompare: X = a  vs  Y = b\nverdict: worse", file=stream)
+    assert out.getvalue() == "compare plan: suite mujoco\n  X = a: 0 of 3 run(s) exist\n\n"
+    assert stream.table.getvalue() == "compare: X = a  vs  Y = b\nverdict: worse\n"
+    later = io.StringIO()
+    stream = _RoundOutput(later, whole_plan=False)
+    print("compare plan: suite mujoco\n  X = a: 3 of 6\n  Y = b: 6 of 6\n  canaries: ok\n  other", file=stream)
+    assert later.getvalue() == "  X = a: 3 of 6\n  Y = b: 6 of 6\n  canaries: ok\n"
