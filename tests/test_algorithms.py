@@ -123,11 +123,12 @@ def test_horizon_update_raises_logp_of_positive_advantage_actions(name):
     assert algo.updates_done == 1
 
 
-@pytest.mark.parametrize("name", GROUPS)
-def test_group_update_raises_logp_of_positive_advantage_actions(name):
+def group_update_moves_toward_positive(name: str, length_limit=None, **options) -> dict:
+    """One update of group algorithm ``name`` on a batch whose positive-advantage actions are known:
+    their log-probability rises, and more than the others'; the metrics are finite (returned)."""
     agent = make_agent(0)
-    batch, positive = group_batch(agent, seed=2)
-    algo = make_algo(name, agent, group_size=4, num_groups=3)
+    batch, positive = group_batch(agent, seed=2, length_limit=length_limit)
+    algo = make_algo(name, agent, group_size=4, num_groups=3, **options)
     before = mean_logp(agent, batch, positive)
     before_neg = mean_logp(agent, batch, batch.mask.bool() & ~positive)
     metrics = algo.update(batch)
@@ -136,6 +137,12 @@ def test_group_update_raises_logp_of_positive_advantage_actions(name):
     assert after > before + 1e-4, (before, after)
     assert after - after_neg > before - before_neg
     assert all(np.isfinite(v) for v in metrics.values()), metrics
+    return metrics
+
+
+@pytest.mark.parametrize("name", GROUPS)
+def test_group_update_raises_logp_of_positive_advantage_actions(name):
+    group_update_moves_toward_positive(name)
 
 
 # --------------------------------------------------------------------------------------
