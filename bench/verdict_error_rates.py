@@ -95,12 +95,17 @@ def pool_scores(pool: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def draw(scores: pd.DataFrame, label: str, envs: list[str], n: int, rng: np.random.Generator,
-         exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``[envs, n]`` scores of ``n`` seeds of ``label`` drawn without replacement (a seed is a run on
-    every environment, as in compare), and the seeds drawn."""
+def seed_table(scores: pd.DataFrame, label: str, envs: list[str]) -> pd.DataFrame:
+    """``label``'s scores as ``[envs, seeds]``, the seeds with a run on every environment (a seed is a
+    run on every environment, as in compare)."""
     table = scores[scores["label"] == label].pivot_table(index="env", columns="seed", values="score")
-    table = table.reindex(index=envs).dropna(axis=1)
+    return table.reindex(index=envs).dropna(axis=1)
+
+
+def draw(table: pd.DataFrame, label: str, n: int, rng: np.random.Generator,
+         exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``[envs, n]`` scores of ``n`` seeds of ``table`` (``seed_table``) drawn without replacement,
+    and the seeds drawn."""
     seeds = np.array(table.columns)
     if exclude is not None:
         seeds = np.setdiff1d(seeds, exclude)
@@ -117,13 +122,15 @@ def real_study(scores: pd.DataFrame, baseline: str, candidates: list[str], compa
     for candidate in ["A/A"] + candidates:
         rng = np.random.default_rng(20231)
         seq, fix, boot = [], {n: [] for n in range(ROUND_SEEDS, MAX_SEEDS + 1)}, {n: [] for n in BOOTSTRAP_SEEDS}
+        ys = seed_table(scores, baseline, envs)       # pivoted once, drawn from every comparison
+        xs = ys if candidate == "A/A" else seed_table(scores, candidate, envs)
         for i in range(comparisons):
             if candidate == "A/A":
-                y, taken = draw(scores, baseline, envs, MAX_SEEDS, rng)
-                x, _ = draw(scores, baseline, envs, MAX_SEEDS, rng, exclude=taken)
+                y, taken = draw(ys, baseline, MAX_SEEDS, rng)
+                x, _ = draw(xs, baseline, MAX_SEEDS, rng, exclude=taken)
             else:
-                x, _ = draw(scores, candidate, envs, MAX_SEEDS, rng)
-                y, _ = draw(scores, baseline, envs, MAX_SEEDS, rng)
+                x, _ = draw(xs, candidate, MAX_SEEDS, rng)
+                y, _ = draw(ys, baseline, MAX_SEEDS, rng)
             seq.append(sequential(x, y, seed=i))
             for n in fix:
                 fix[n].append(fixed(x, y, n, seed=i))
