@@ -183,7 +183,8 @@ def _learning_curves(curves, envs, labels, styles, name, title, caption, ylabel,
             mean, low, high = stats.bootstrap_mean_band(table.to_numpy())
             x = table.columns.to_numpy(dtype=float)
             st = styles[label]
-            ax.plot(x, mean, label=label, color=st["color"], linestyle=st["linestyle"], linewidth=1.5)
+            ax.plot(x, mean, label=label, color=st["color"], linestyle=st["linestyle"], linewidth=1.5,
+                    marker="o" if len(x) == 1 else None)   # a single point (one update) shows too
             if len(table) > 1:
                 ax.fill_between(x, low, high, color=st["color"], alpha=0.18, linewidth=0)
         ax.set_title(env, fontsize=10)

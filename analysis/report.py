@@ -514,6 +514,39 @@ def _llm_sections(report: Report) -> None:
     report.section("Held-out score, KL and throughput", "llm", build)
     report.section("Gold versus proxy reward (over-optimisation)", "gold-vs-proxy", lambda sec: _gold_vs_proxy(report, sec))
     _curve_sections(report, "eval_return_mean", "held-out score")
+    report.section("Training dynamics", "dynamics", lambda sec: _dynamics(report, sec))
+
+
+# The update metrics the GRPO fixes were designed to change (issue 31): entropy collapse (DAPO's
+# clip-higher), response length (Dr. GRPO's length bias), how often the ratio is clipped (GSPO,
+# CISPO), and the drift from the reference policy. Each as metrics.csv logs it per update.
+DYNAMICS = {"entropy": "entropy (nats / token)", "response_length": "response length (tokens)",
+            "clip_fraction": "clipped fraction", "kl_ref": "KL to the reference"}
+
+
+def _dynamics(report: Report, sec: Section) -> None:
+    """Per task, the update metrics of ``DYNAMICS`` against steps: one panel per metric, one line
+    per setting (mean over seeds, 95% bootstrap band)."""
+    frame = report.results.frame
+    frame = frame[(frame["suite"] == report.suite) & frame["metric"].isin(list(DYNAMICS))]
+    if frame.empty:
+        return
+    labels = report.results.labels(report.suite)
+    styles = figs.label_styles(labels)
+    for env in sorted(frame["env"].astype(str).unique()):
+        rows = frame[frame["env"].astype(str) == env].astype({"label": str})
+        panels = [m for m in DYNAMICS if m in set(rows["metric"])]
+        # one panel per metric: the curve figure's per-environment axes, keyed by the metric instead
+        curves = rows.assign(env=rows["metric"].map(DYNAMICS))[["env", "label", "seed", "step", "value"]]
+        for part, group in figs.split_for_curves([lab for lab in labels if lab in set(rows["label"])]):
+            suffix = f"_{part}" if part else ""
+            sec.parts.append(figs.learning_curves(
+                curves, [DYNAMICS[m] for m in panels], group, styles, f"dynamics_{env}{suffix}",
+                f"Training dynamics — {env}" + (f" — {part}" if part else ""),
+                "Per update (metrics.csv): the policy's entropy on its own samples, the mean response "
+                "length, the fraction of tokens (or sequences) whose ratio was clipped, and the KL to the "
+                "reference policy. Mean over seeds; shaded: 95% bootstrap interval over seeds. An algorithm "
+                "that does not log a metric has no line in its panel.", "value"))
 
 
 def _gold_vs_proxy(report: Report, sec: Section) -> None:

@@ -676,6 +676,27 @@ def test_llm_table_and_report(tmp_path):
     assert 'id="gold-vs-proxy"' not in report.path.read_text()     # a verifiable task has no proxy reward
 
 
+def test_llm_report_training_dynamics(tmp_path):
+    """Issue 31: the update metrics the GRPO variants change, per task, one panel per metric; each
+    line is the mean over seeds at each update, and a metric no run logs has no panel."""
+    for label, entropy in (("grpo", [1.0, 0.8, 0.5]), ("dapo", [1.0, 0.9, 0.85])):
+        for seed in range(2):
+            write_run(tmp_path, "sort", label, seed, [0.0, 1.0] * 10, suite="llm_toy", evals=[0.5, 0.6, 0.7],
+                      metrics={"entropy": [e + 0.1 * seed for e in entropy], "kl_ref": [0.0, 0.1, 0.2 + seed],
+                               "gen_tokens_per_s": [900.0, 1000.0, 1100.0]})
+    report = build_report(tmp_path, "llm_toy", reps=REPS)
+    assert not report.failures
+    (sec,) = [s for s in report.sections if s.anchor == "dynamics"]
+    (figure,) = sec.parts
+    assert figure.name == "dynamics_sort" and (report.out_dir / "dynamics_sort.png").exists()
+    entropy_ax, kl_ax = [ax for ax in figure.figure.axes if ax.get_visible() and ax.get_title()][:2]
+    assert entropy_ax.get_title().startswith("entropy") and kl_ax.get_title().startswith("KL")
+    grpo_entropy = [line for line in entropy_ax.get_lines() if line.get_label() == "grpo"][0]
+    np.testing.assert_allclose(grpo_entropy.get_ydata(), [1.05, 0.85, 0.55])
+    dapo_kl = [line for line in kl_ax.get_lines() if line.get_label() == "dapo"][0]
+    np.testing.assert_allclose(dapo_kl.get_ydata(), [0.0, 0.1, 0.7])
+
+
 def test_llm_report_gold_versus_proxy(tmp_path):
     # a preference task logs the reward-model score beside the gold one: the report plots both against KL
     for seed in range(2):
