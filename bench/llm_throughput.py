@@ -1,10 +1,10 @@
 """pg-arena's GRPO against TRL's GRPOTrainer on the same tiny model, task and batch.
 
     .venv/bin/pip install -e '.[llm,bench]'          # trl is only needed here
-    OMP_NUM_THREADS=1 .venv/bin/python bench/llm_throughput.py [--steps 1000] [--eval-every 100]
+    OMP_NUM_THREADS=1 .venv/bin/python bench/llm_throughput.py [--steps 1000] [--eval-every 100] [--task add]
 
 Both sides start from the same SFT warm start of the suite's ``tiny`` Llama (2 layers,
-128 wide) on ``task=sort`` (3-6 digits), draw 16 prompts x 8 completions of at most 16
+128 wide) on ``--task sort`` (3-6 digits; default) or ``--task add`` (multi-digit addition), draw 16 prompts x 8 completions of at most 16
 tokens per step, fp32 on the CPU with one torch thread, and are evaluated by the same
 code (``suites.llm_toy.evaluate``: held-out exact match of sampled completions). Eval
 time is excluded from the wall times. Settings are matched to TRL's defaults:
@@ -45,7 +45,6 @@ import algos  # noqa: E402
 from suites.llm_toy import LLMToyConfig, LLMToySuite, evaluate  # noqa: E402
 from suites.llm_toy.models import LMAgent  # noqa: E402
 
-TASK = "sort"
 PROMPTS, GROUP, MAX_NEW = 16, 8, 16
 
 
@@ -56,6 +55,8 @@ def parse_args():
     p.add_argument("--eval-prompts", type=int, default=256)
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--task", choices=("sort", "add"), default="sort",
+                   help="a verifiable task (exact match): sort, or add (multi-digit addition, issue 31)")
     p.add_argument("--only", choices=("pg-arena", "trl"), default=None, help="run one side only")
     p.add_argument("--out", default="results/bench/llm_throughput.json")
     return p.parse_args()
@@ -95,7 +96,7 @@ def run_pg_arena(args, suite, cfg, env) -> dict:
                              "diagnostics": "last_epoch"})
     torch.manual_seed(args.seed)
     agent = suite.make_agent(env, cfg)
-    collector, _ = suite.make_collector(TASK, cfg, cls.needs(algo_cfg), algo_cfg, args.seed)
+    collector, _ = suite.make_collector(args.task, cfg, cls.needs(algo_cfg), algo_cfg, args.seed)
     algo = cls(agent, algo_cfg, total_updates=args.steps, seed=args.seed)
     curve, gen_s, tokens = [], 0.0, 0
     clock = Clock()
@@ -187,7 +188,7 @@ def main():
     args = parse_args()
     torch.set_num_threads(1)
     suite, cfg = LLMToySuite(), suite_config()
-    env = suite.make_env(TASK, cfg)
+    env = suite.make_env(args.task, cfg)
     results = {}
     for side, fn in (("pg-arena", run_pg_arena), ("trl", run_trl)):
         if args.only in (None, side):
