@@ -9,7 +9,8 @@ same protocol (``docs/llm_toy/archive``). For every pair and task this runs
     ./run_all.sh compare candidate=<variant> baseline=<parent> suite=llm_toy archive=ARCHIVE env=<task>
         seeds=<seeds> results_dir=RESULTS_DIR json=RESULTS_DIR/verdicts/<variant>__<task>.json
 
-which takes the parent's runs from the archive (its canaries rerun first) and the variant's from
+which takes a built-in parent's runs from the archive (its canaries rerun first; without ``archive=``
+where the parent is itself a variant, whose runs are in RESULTS_DIR) and the variant's from
 RESULTS_DIR, so nothing trains here when the sweeps are done. Then one markdown table per task:
 held-out score (sampled, temperature 1, at the end) with its 95% CI, the difference to the parent
 with its CI, compare's verdict and test, and at the end of training (mean over the last quarter of
@@ -30,6 +31,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import algos  # noqa: E402
 from analysis.archive import load_archive  # noqa: E402
 from analysis.load import load_results  # noqa: E402
 
@@ -38,10 +40,10 @@ TASKS = ("sort", "keywords", "add")
 PAIRS = (
     ("dr_grpo", "grpo", "no std normalisation; token sums over the length limit"),
     ("gspo", "grpo", "sequence-level ratio and clip"),
-    ("gspo+importance_sampling_level=sequence_token", "grpo", "GSPO-token"),
+    ("gspo+importance_sampling_level=sequence_token", "gspo", "GSPO-token: the sequence ratio per token"),
     ("cispo", "grpo", "clipped, stop-gradient IS weight; every token keeps its gradient"),
     ("reinforce_pp", "grpo", "batch-normalised return; token KL in the reward"),
-    ("reinforce_pp_baseline", "grpo", "group mean baseline, then batch normalisation"),
+    ("reinforce_pp_baseline", "reinforce_pp", "group mean baseline, then batch normalisation; k2 KL loss"),
     ("grpo+loss_agg=token-mean", "grpo", "token-mean aggregation (DAPO's)"),
 )
 DYNAMICS = ("entropy", "response_length", "clip_fraction", "kl_ref")
@@ -50,8 +52,10 @@ DYNAMICS = ("entropy", "response_length", "clip_fraction", "kl_ref")
 def compare(variant: str, parent: str, task: str, results: Path, archive: Path, seeds: int) -> dict:
     out = results / "verdicts" / f"{variant}__{task}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
+    # a built-in parent's runs come from the archive; a variant parent's (reinforce_pp, gspo) from RESULTS_DIR
+    source = [f"archive={archive}"] if parent in algos.builtin_names() else []
     cmd = [str(ROOT / "run_all.sh"), "compare", f"candidate={variant}", f"baseline={parent}", "suite=llm_toy",
-           f"archive={archive}", f"env={task}", f"seeds={seeds}", f"results_dir={results}", f"json={out}"]
+           *source, f"env={task}", f"seeds={seeds}", f"results_dir={results}", f"json={out}"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode == 2 or not out.exists():
         raise SystemExit(f"compare {variant} vs {parent} on {task} failed (exit {proc.returncode}):\n"
@@ -107,7 +111,7 @@ def main() -> None:
     pairs = [p for p in PAIRS if args.variants is None or p[0] in args.variants.split(",")]
     for task in args.tasks.split(","):
         lines += [f"**task={task}** (held-out score at the end, sampled; {args.seeds} seeds a side; "
-                  f"parent's runs from the archive)", "",
+                  f"a built-in parent's runs from the archive)", "",
                   "| variant | changes | score | parent | difference [95% CI] | P(X > Y) [95% CI] | verdict | "
                   "entropy | length | clipped | KL to ref | wall per run (min), variant / parent |",
                   "|---|---|---:|---:|---:|---:|:---:|---:|---:|---:|---:|---:|"]
@@ -120,9 +124,11 @@ def main() -> None:
                 f"{fmt_ci(env['poi'], 2).replace('+', '')} | **{v['verdict']}** | "
                 + " | ".join(cell(dynamics, key, m, 2 if m != "kl_ref" else 3) for m in DYNAMICS)
                 + f" | {cell(walls, key, digits=1)} / {cell(walls, (parent, task), digits=1)} |")
-        parent_row = ("grpo", task)
-        lines += ["", f"grpo (the parent) at the end: " + ", ".join(
-            f"{m} {cell(dynamics, parent_row, m)}" for m in DYNAMICS) + ".", ""]
+        lines.append("")
+        for parent in dict.fromkeys(p[1] for p in pairs):      # the parents' own dynamics, for reading the columns
+            lines.append(f"{parent} (a parent) at the end: " + ", ".join(
+                f"{m} {cell(dynamics, (parent, task), m)}" for m in DYNAMICS) + ".")
+        lines.append("")
     lines.append(f"Verdicts: compare's {v['test']}" + (f", alpha = {v['alpha']}." if v.get("alpha") else "."))
     text = "\n".join(lines)
     print(text)
