@@ -99,7 +99,7 @@ class StackedAdam:
     ``leaves``: the stacked parameters ``[K, *shape]``; ``runs``: each run's ``(optimizer, params)``,
     ``params`` in the order of the stacked leaves. The moments and step counts are read from each
     run's optimizer state on creation and written back by ``write_back``; the learning rate of each
-    run is its optimizer's current one (the run's schedule set it). ``clip_grad_norms_`` clips each
+    run is its optimizer's at each step (the run's schedule sets it when the update begins). ``clip_grad_norms_`` clips each
     run's gradient to its own norm. The moments are kept flat (``[K, P]``, P the parameters of one run): an update is a
     handful of operations whatever the number of parameter tensors.
     """
@@ -116,7 +116,6 @@ class StackedAdam:
                 raise ValueError("the runs of a stack use Adam with the same betas and eps, no weight decay")
         self.num_runs = len(runs)
         self.sizes = [leaf.numel() // self.num_runs for leaf in leaves]
-        self.lr = torch.tensor([o.param_groups[0]["lr"] for o, _ in runs], dtype=torch.float64)
         states = [[optimizer.state.get(p, {}) for p in params] for optimizer, params in runs]
         self.step_count = torch.tensor([float(s[0]["step"]) if s[0] else 0.0 for s in states], dtype=torch.float64)
         self.exp_avg = self._flat_state(states, "exp_avg")
@@ -153,8 +152,11 @@ class StackedAdam:
         grad = self._flat_grad()
         self.step_count += 1
         like = {"dtype": grad.dtype, "device": grad.device}
+        # each run's rate as its optimizer holds it now: a run's schedule sets it after the stack is
+        # built (PPO's prepare anneals it), so a rate read at construction would lag one update
+        lr = torch.tensor([o.param_groups[0]["lr"] for o, _ in self.runs], dtype=torch.float64)
         bias2_sqrt = (1 - self.beta2 ** self.step_count).sqrt().to(**like).unsqueeze(1)
-        step_size = (self.lr / (1 - self.beta1 ** self.step_count)).to(**like).unsqueeze(1)
+        step_size = (lr / (1 - self.beta1 ** self.step_count)).to(**like).unsqueeze(1)
         self.exp_avg.lerp_(grad, 1 - self.beta1)
         self.exp_avg_sq.mul_(self.beta2).addcmul_(grad, grad, value=1 - self.beta2)
         update = self.exp_avg / (self.exp_avg_sq.sqrt() / bias2_sqrt).add_(self.eps) * step_size

@@ -34,11 +34,12 @@ def _runs(name, options_per_run, num_steps=256, minibatch_size=64, num_epochs=2)
         agent = suite.make_agent(env, scfg)
         collector, _ = suite.make_collector(ENV, scfg, cls.needs(cfg), cfg, seed)
         algo = cls(agent, cfg, total_updates=10, seed=seed)
-        for _ in range(2):   # two batches: observation statistics and Adam moments that are not fresh
-            batch, _, _ = algo.collect(collector, agent)
-            if _ == 0:
-                algo.update(batch)
-                agent.observe(batch.obs.flatten(0, 1))
+        batch, _, _ = algo.collect(collector, agent)   # a first batch: observation statistics that are not fresh
+        agent.observe(batch.obs.flatten(0, 1))
+        batch, _, _ = algo.collect(collector, agent)
+        # the schedule of a later update: PPO's annealed learning rate is below its start, so an update
+        # that steps with the rate of the update before (set before the run's schedule moved it) shows
+        algo.updates_done = 3
         out.append((agent, algo, batch))
     return cls, out
 
