@@ -233,3 +233,43 @@ def test_committed_archive_renders_a_sample(tmp_path):
         runs = scores[(scores["label"] == r.label) & (scores["env"] == r.env)]["score"]
         assert r.mean == pytest.approx(runs.mean(), rel=1e-12)
     assert (tmp_path / "learning_curves.png").stat().st_size > 1000
+
+
+def test_dropping_settings_from_an_archive_keeps_the_rest_and_its_carried_checkpoints(tmp_path, capsys):
+    """scripts/drop_from_archive.py (runs a fixed bug made): the dropped labels' runs leave every table
+    of the archive and its canaries, the others stay as they were, a carried checkpoint of a kept run
+    stays byte for byte, and a sweep with archive= would plan the dropped runs again."""
+    import importlib.util
+    from core.archived import archived_runs
+    spec = importlib.util.spec_from_file_location("drop", Path(__file__).resolve().parent.parent / "scripts" /
+                                                  "drop_from_archive.py")
+    drop = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(drop)
+    root = _results(tmp_path / "r")
+    unfinished = write_run(root, "Hopper-v5", "trpo", 5, [1.0] * 3, status="running")
+    (unfinished / "checkpoint.pt").write_bytes(b"a checkpoint")
+    archive = tmp_path / "archive"
+    write_archive(summarize(load_results(root, "mujoco"), "mujoco"), "mujoco", archive)
+    carried = archive / "unfinished" / "mujoco" / "Hopper-v5" / "trpo" / "seed5" / "checkpoint.pt.gz"
+    before_bytes = carried.read_bytes()
+    (archive / "canary.json").write_text(json.dumps({"canaries": {"ppo_clip": {}, "trpo": {}}, "steps": 4096}))
+    before = load_archive(archive)
+
+    assert drop.main([str(archive), "ppo_clip", "nothing_such"]) == 2       # refused, nothing written
+    assert "holds no run of nothing_such" in capsys.readouterr().err
+    assert set(load_archive(archive).runs["label"]) == set(before.runs["label"])
+
+    assert drop.main([str(archive), "ppo_clip", "ppo_clip+clip_eps=0.1", "--why", "a test"]) == 0
+    after = load_archive(archive)
+    kept = set(before.runs["label"]) - {"ppo_clip", "ppo_clip+clip_eps=0.1"}
+    assert set(after.runs["label"]) == kept
+    for table in (after.frame, after.curves, *after.scores.values()):
+        assert set(table["label"]) <= kept
+    pd.testing.assert_frame_equal(after.scores["last100"],
+                                  before.scores["last100"][before.scores["last100"]["label"].isin(kept)]
+                                  .reset_index(drop=True))
+    assert carried.read_bytes() == before_bytes
+    assert json.loads((archive / "canary.json").read_text())["canaries"] == {"trpo": {}}
+    assert after.folds[-1]["dropped"] == ["ppo_clip", "ppo_clip+clip_eps=0.1"] and after.folds[-1]["why"] == "a test"
+    assert len(after.folds) == len(before.folds) + 1
+    assert not any(r["label"].startswith("ppo_clip") for r in archived_runs(archive, "mujoco").values())
