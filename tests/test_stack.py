@@ -34,12 +34,14 @@ def _runs(name, options_per_run, num_steps=256, minibatch_size=64, num_epochs=2)
         agent = suite.make_agent(env, scfg)
         collector, _ = suite.make_collector(ENV, scfg, cls.needs(cfg), cfg, seed)
         algo = cls(agent, cfg, total_updates=10, seed=seed)
-        batch, _, _ = algo.collect(collector, agent)   # a first batch: observation statistics that are not fresh
+        # a first update: Adam moments, observation statistics and a schedule that are not fresh (PPO's
+        # annealed learning rate is below its start, so an update stepping with the rate of the update
+        # before, set before the run's schedule moved it, shows)
+        batch, _, _ = algo.collect(collector, agent)
+        algo.update(batch)
         agent.observe(batch.obs.flatten(0, 1))
         batch, _, _ = algo.collect(collector, agent)
-        # the schedule of a later update: PPO's annealed learning rate is below its start, so an update
-        # that steps with the rate of the update before (set before the run's schedule moved it) shows
-        algo.updates_done = 3
+        assert algo.updates_done == 1
         out.append((agent, algo, batch))
     return cls, out
 
@@ -60,7 +62,7 @@ def _clone(runs):
         for name, optimizer in algo.optimizers().items():
             group = optimizer.param_groups[0]
             clone = algo.make_optimizer([params2[position[id(p)]] for p in group["params"]], group["lr"])
-            clone.load_state_dict(optimizer.state_dict())
+            clone.load_state_dict(copy.deepcopy(optimizer.state_dict()))   # torch shares the step tensors otherwise
             setattr(algo2, name, clone)
         algo2.generator = torch.Generator().manual_seed(0)
         algo2.generator.set_state(algo.generator.get_state())
