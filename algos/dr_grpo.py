@@ -12,9 +12,15 @@ GRPO's objective carries two biases; Dr. GRPO removes both and changes nothing e
       wrong answer's tokens weigh less; one constant L_max (the generation budget, the batch's
       length limit) for every sequence (aggregate "seq-mean-token-sum-norm").
 
-verl: ``algorithm.norm_adv_by_std_in_grpo=False``, ``loss_agg_mode="seq-mean-token-sum-norm"``;
-TRL: ``scale_rewards="none"`` (False), ``loss_type="dr_grpo"`` (divides by max_completion_length).
-The rest (clip, KL to pi_ref, update procedure) is GRPO's, as in the paper.
+verl: ``algorithm.norm_adv_by_std_in_grpo=False``, ``loss_agg_mode="seq-mean-token-sum-norm"``
+(whose sum over sequences has no 1/G: verl's loss is this one times its micro-batch size);
+TRL: ``scale_rewards="none"`` (False), ``loss_type="dr_grpo"`` (divides by max_completion_length,
+and by G, as here).
+
+The rest (clip, update procedure, and the KL term to pi_ref with GRPO's beta) is this suite's
+GRPO, so that against ``grpo`` only the two §3.1 changes differ. The paper's own recipe runs
+without the KL term (sail-sg/understand-r1-zero, examples/qwen2.5-math-7b.sh: ``--beta 0``;
+verl docs/algo/grpo.md: ``use_kl_loss=False`` for Dr. GRPO): ``algo.kl_coef=0`` gives it.
 """
 from __future__ import annotations
 

@@ -37,6 +37,10 @@ class GSPOConfig(GRPOConfig):
     def __post_init__(self):
         super().__post_init__()
         check_choice("importance_sampling_level", self.importance_sampling_level, IMPORTANCE_SAMPLING_LEVELS)
+        # GSPO eq. 5 is 1/G sum_i of a per-response term; each token carries its response's term, so
+        # only the per-sequence token mean gives it (any other mode weighs a response by its length;
+        # verl's gspo loss fixes this mode, TRL warns on the others)
+        check_choice("loss_agg", self.loss_agg, ("seq-mean-token-mean",))
         check_range(self, "clip_eps_low", 0, 1, low_open=True, high_open=True,
                     why="the sequence ratio is clipped at 1 - clip_eps_low")
         check_positive(self, "clip_eps_high")

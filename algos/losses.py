@@ -155,8 +155,9 @@ def aggregate(x: Tensor, mask: Tensor | None, mode: str, normalizer: float | Ten
       the constant ``max_length`` (Dr. GRPO, Liu et al. 2025, §3.1: the length normaliser
       ``1/|o_i|`` is replaced by one constant, the generation budget, so no sequence's tokens
       weigh more for being short; TRL ``loss_type="dr_grpo"`` divides by
-      ``max_completion_length``). ``max_length`` must be given: the padded width of a batch is
-      not a constant.
+      ``max_completion_length``, and by the number of sequences, as here; verl's mode of this
+      name sums over the sequences without the 1/G). ``max_length`` must be given: the padded
+      width of a batch is not a constant.
 
     ``normalizer`` overrides the denominator (token count or sequence count) so that a
     micro-batch can be scaled by the *whole* batch's count: accumulating micro-batch

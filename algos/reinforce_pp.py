@@ -26,7 +26,7 @@ from algos.grpo import GRPO, GRPOConfig
 @dataclass
 class ReinforcePPConfig(GRPOConfig):
     kl_coef: float = 0.0            # no KL loss term: REINFORCE++ puts the KL in the reward (kl_reward_coef)
-    kl_reward_coef: float = 0.01    # beta of the k1 KL in the reward: OpenRLHF examples/scripts/train_reinforce_llama_ray.sh, --init_kl_coef 0.01
+    kl_reward_coef: float = 0.01    # beta of the k1 KL in the reward: OpenRLHF examples/scripts/train_reinforce_llama_ray.sh at 6089a8ca (2024-11): --init_kl_coef 0.01 (1e-4 from 65c19bba, 2025-02)
     gamma: float = 1.0              # REINFORCE++ §3: undiscounted return to go (OpenRLHF gamma 1.0)
     loss_agg: str = "token-mean"    # OpenRLHF's PolicyLoss: token-level loss (every token weighs the same)
 

@@ -24,7 +24,7 @@ from algos.reinforce_pp import ReinforcePP, ReinforcePPConfig
 @dataclass
 class ReinforcePPBaselineConfig(ReinforcePPConfig):
     kl_reward_coef: float = 0.0     # the baseline form keeps the KL out of the reward (a loss term instead)
-    kl_coef: float = 1e-3           # OpenRLHF examples/scripts/train_reinforce_baseline_llama_ray_agent_async.sh: --init_kl_coef 1e-3 --use_kl_loss
+    kl_coef: float = 1e-3           # OpenRLHF examples/scripts/train_reinforce_baseline_llama_ray_agent_async.sh (deleted in 34ba2900): --init_kl_coef 1e-3 --use_kl_loss
     kl_estimator: str = "k2"        # same script: --kl_estimator k2
 
 

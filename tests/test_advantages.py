@@ -336,3 +336,21 @@ def test_group_baseline_normalized_matches_the_loop():
             assert out[t, n].item() == pytest.approx(want, rel=1e-5, abs=1e-6)
     # the global std, not the group's: the group-mean advantage of two groups keeps their scale
     assert not torch.allclose(out[0, :2].abs(), out[0, 5:7].abs()[:2])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_explained_variance_matches_the_formula_over_valid_steps(seed):
+    """``1 - Var[R - V] / Var[R]`` (unbiased variances) over the valid steps only, as a loop."""
+    from algos.base import explained_variance
+    g = torch.Generator().manual_seed(seed)
+    target = torch.randn(12, 5, generator=g) * 3
+    pred = target + torch.randn(12, 5, generator=g)
+    mask = (torch.rand(12, 5, generator=g) > 0.3).float()
+    t = [float(x) for x, m in zip(target.flatten(), mask.flatten()) if m > 0]
+    d = [float(x - y) for x, y, m in zip(target.flatten(), pred.flatten(), mask.flatten()) if m > 0]
+
+    def var(xs):
+        mean = sum(xs) / len(xs)
+        return sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)
+    assert explained_variance(pred, target, mask) == pytest.approx(1 - var(d) / var(t), rel=1e-5)
+    assert math.isnan(explained_variance(pred, torch.full_like(target, 2.0), mask))   # constant target

@@ -177,12 +177,14 @@ def test_update_on_collected_batch(name):
     algo = make_algo(name, agent, **extra)
     before = [p.detach().clone() for p in agent.policy_parameters()]
     metrics = algo.update(batch)
-    assert all(np.isfinite(v) for v in metrics.values() if v == v), metrics
+    # every metric finite but the critic's explained variance, NaN by design on a constant target
+    assert all(np.isfinite(v) for k, v in metrics.items() if k != "explained_variance"), metrics
     assert "kl" in metrics and "entropy" in metrics
     if name != "trpo":  # TRPO takes no minibatch steps
         assert metrics["first_ratio_error"] < 1e-5
     moved = any(not torch.equal(a, b) for a, b in zip(before, agent.policy_parameters()))
     assert moved, "the policy did not change"
+    assert all(torch.isfinite(p).all() for p in agent.parameters())
 
 
 @pytest.mark.parametrize("name", ["ppo_clip", "grpo"])

@@ -488,7 +488,8 @@ def test_bad_input(tmp_path, capsys):
     record.pop("checksums")
     (run_dir / "run.json").write_text(json.dumps(record))
     bad = run_dir / "episodes.csv"
-    lines = bad.read_text().splitlines()
+    original = bad.read_text()
+    lines = original.splitlines()
     bad.write_text("\n".join(lines[:5] + ["12,not-a-number,3"] + lines[6:]) + "\n")
     before = snapshot(root)
     assert analysis_main(["report", f"results_dir={root}"]) == 2
@@ -503,10 +504,13 @@ def test_bad_input(tmp_path, capsys):
     bad.write_bytes(b"\x00\xff\xfe garbage")
     assert analysis_main(["report", f"results_dir={root}"]) == 2
     assert "corrupt results in" in (message := _error(capsys)) and "seed1" in message
+    bad.write_text(original)                     # seed1 whole again: only seed0's checksum can fail now
     run0 = root / "mujoco" / "Hopper-v5" / "ppo_clip" / "seed0" / "episodes.csv"
     run0.write_text(run0.read_text().replace("100.0", "100.5", 1))
     assert analysis_main(["report", f"results_dir={root}"]) == 2
-    assert "corrupt results in" in _error(capsys)
+    message = _error(capsys)
+    assert "corrupt results in" in message and "seed0" in message and "(checksum)" in message
+    assert "seed1" not in message
 
     # only runs that are not done
     failed = tmp_path / "failed"

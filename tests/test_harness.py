@@ -294,6 +294,7 @@ def test_killed_run_is_not_done_and_resumes(tmp_path):
     # resume in-process: it continues from the checkpoint, not from scratch
     record = train(run)
     assert record["status"] == "done", record.get("error")
+    assert record["resumed_from"] is not None and record["resumed_from"]["update"] >= 1, record.get("resumed_from")
     assert is_done(run.run_dir)
     check_csvs_complete(run.run_dir)
     _, rows = read_csv(run.run_dir / "metrics.csv")

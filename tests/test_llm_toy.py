@@ -29,12 +29,12 @@ SMALL_RM = dict(sft_steps=60, rm_pairs=1024, rm_steps=100)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def llm_cache(tmp_path_factory):
-    """Warm starts go to a per-session cache (also seen by the smoke run's worker processes)."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("PG_ARENA_CACHE", str(tmp_path_factory.mktemp("pg_arena_cache")))
-    yield
-    mp.undo()
+def llm_cache():
+    """Warm starts go to the session's cache (tests/conftest.py sets it before any worker process
+    starts, so the smoke run's workers see it too), never to the user's."""
+    import os
+    from pathlib import Path
+    assert Path(os.environ["PG_ARENA_CACHE"]).name.startswith("pg_arena_test_cache_")
 
 
 @pytest.fixture(scope="session")

@@ -123,11 +123,12 @@ def test_gspo_equals_trl_sequence_level(seed):
                                ((logp - logp_old) * mask).sum(0) / mask.sum(0), **TOL)
 
 
-@pytest.mark.parametrize("eps_max", [1.2, 5.0])
-def test_cispo_equals_trl(eps_max):
+@pytest.mark.parametrize("eps_max,clip_acts", [(1.2, True), (5.0, False)])
+def test_cispo_equals_trl(eps_max, clip_acts):
     pytest.importorskip("trl")
     logp, logp_old, adv, adv_seq, mask = trl_inputs(10, scale=0.4)
-    assert (torch.exp(logp - logp_old)[mask > 0] > eps_max).any() or eps_max > 2   # the clip acts at 1.2
+    # 1.2 compares the clipped weights, 5.0 the unclipped path (no ratio reaches it)
+    assert bool((torch.exp(logp - logp_old)[mask > 0] > eps_max).any()) == clip_acts
     # TRL clamps the weight at epsilon_high itself, with no lower bound: clip_eps_high = eps_max - 1,
     # clip_eps_low = 1 (a lower bound of 0, which a ratio never reaches)
     got = ours(logp, lambda lp: cispo_loss(lp, logp_old, adv, 1.0, eps_max - 1), mask, "token-mean")
@@ -152,6 +153,8 @@ def test_variants_register_and_subclass_the_built_in_they_modify():
 def test_variant_defaults():
     cfg = algos.get("dr_grpo").Config()
     assert (cfg.scale_rewards, cfg.loss_agg) == (False, "seq-mean-token-sum-norm")
+    # GRPO's KL term, so that only the two changes of Dr. GRPO's §3.1 differ from grpo (the docstring)
+    assert (cfg.kl_coef, cfg.kl_estimator) == (algos.get("grpo").Config().kl_coef, algos.get("grpo").Config().kl_estimator)
     cfg = algos.get("gspo").Config()
     assert (cfg.clip_eps_low, cfg.clip_eps_high, cfg.kl_coef, cfg.importance_sampling_level) == (3e-4, 4e-4, 0.0,
                                                                                                  "sequence")
@@ -192,6 +195,35 @@ def test_variant_update_raises_logp_of_positive_advantage_actions(name):
     assert metrics["first_ratio_error"] < 1e-5
 
 
+@pytest.mark.parametrize("name", ["reinforce_pp", "reinforce_pp_baseline"])
+def test_kl_in_the_reward_is_old_minus_reference_on_the_batch(name):
+    """REINFORCE++ folds beta (log pi_old - log pi_ref) into the reward (the baseline form: the
+    response's sum, into its score). With pi_old away from pi_ref, the advantages equal the pure
+    estimator (tested against its token loop in test_advantages.py) on a KL computed here from an
+    independent copy of the initial network."""
+    from algos.advantages import group_baseline_normalized, reinforce_pp
+    beta = 0.5
+    agent = make_agent(0)
+    algo = make_algo(name, agent, group_size=4, num_groups=3, kl_reward_coef=beta)   # pi_ref: the agent now
+    with torch.no_grad():
+        for p in agent.parameters():                                                  # pi_old moves away
+            p.add_(0.2 * torch.randn(p.shape, generator=gen(7)))
+    batch, _ = group_batch(agent, seed=3)
+    with torch.no_grad():
+        ref_logp = make_agent(0).dist(batch.obs).log_prob(batch.actions)
+    kl = (batch.logp_old - ref_logp) * batch.mask
+    assert kl.abs().max() > 0.05
+    if name == "reinforce_pp":
+        want = reinforce_pp(batch.scores, batch.mask, kl, beta, 1.0)
+    else:
+        want = group_baseline_normalized(batch.scores - beta * kl.sum(0), batch.groups, batch.mask)
+    torch.testing.assert_close(algo.advantages(batch), want, rtol=1e-5, atol=1e-6)
+    # and the KL's sign matters: the other sign gives other advantages
+    flipped = (reinforce_pp(batch.scores, batch.mask, -kl, beta, 1.0) if name == "reinforce_pp" else
+               group_baseline_normalized(batch.scores + beta * kl.sum(0), batch.groups, batch.mask))
+    assert (algo.advantages(batch) - flipped).abs().max() > 1e-3
+
+
 def test_dr_grpo_needs_the_length_limit_and_uses_it():
     agent = make_agent(0)
     batch, _ = group_batch(agent, seed=2)                         # no length limit
@@ -218,6 +250,8 @@ def test_unknown_aggregation_is_refused_naming_the_valid_modes():
             algos.get(name).Config(loss_agg="seq-sum")
     with pytest.raises(ConfigError, match="sequence, sequence_token"):
         algos.get("gspo").Config(importance_sampling_level="token")
+    with pytest.raises(ConfigError, match="loss_agg='token-mean' is not valid; valid: seq-mean-token-mean"):
+        algos.get("gspo").Config(loss_agg="token-mean")   # GSPO's 1/G sum over responses needs it
     with pytest.raises(ConfigError, match="kl_reward_coef"):
         algos.get("reinforce_pp").Config(kl_reward_coef=-1.0)
 

@@ -192,21 +192,31 @@ def test_group_collection_matches_gymnasium(env_id, backend):
 
 def test_a_training_run_is_the_same_on_either_engine(tmp_path, monkeypatch):
     """The suite steps the paper's environments natively; a run gives the same numbers as with
-    gymnasium's environments (monkeypatched back in), truncations and resets included."""
+    gymnasium's environments (monkeypatched back in), truncations and resets included. The runs
+    train in this process (a sweep's worker processes would not see the patch)."""
     import suites.mujoco_vec as native
-    from harness import cli
+    from harness.config import parse_sweep, plan_batches, plan_runs, split_args
+    from harness.train import train_batch
 
     def run(results_dir):
-        common = ["env=Hopper-v5", "seeds=1", "steps=1536", "eval_every=1536", "eval_episodes=1", "jobs=1",
-                  "threads=1", "report=false", f"results_dir={results_dir}"]
-        assert cli.main(["suite=mujoco", "algo=ppo_clip,reinforce", "algo.num_steps=512", "algo.num_envs=2",
-                         *common]) == 0
-        assert cli.main(["suite=mujoco", "algo=grpo", "algo.group_size=4", *common]) == 0   # group collection
+        common = ["suite=mujoco", "env=Hopper-v5", "seeds=1", "steps=1536", "eval_every=1536", "eval_episodes=1",
+                  "threads=1", f"results_dir={results_dir}"]
+        for algo in (["algo=ppo_clip,reinforce", "algo.num_steps=512", "algo.num_envs=2"],
+                     ["algo=grpo", "algo.group_size=4"]):                         # group collection
+            top, algo_options, suite_options = split_args([*common, *algo])
+            for unit in plan_batches(plan_runs(parse_sweep(top), algo_options, suite_options), None, jobs=1):
+                assert [r["status"] for r in train_batch(unit)] == ["done"] * len(unit)
         return {p.relative_to(results_dir).as_posix(): learning_rows(p)
                 for p in sorted(results_dir.rglob("*.csv"))}
 
-    assert native.make_mujoco_vec_env("Hopper-v5", 2) is not None
     with_native = run(tmp_path / "native")
-    monkeypatch.setattr(native, "make_mujoco_vec_env", lambda env_id, num_envs, **kw: None)
+    asked = []
+
+    def gymnasium_instead(env_id, num_envs, **kw):
+        asked.append(env_id)
+        return None                      # the suite then builds gymnasium's environments
+
+    monkeypatch.setattr(native, "make_mujoco_vec_env", gymnasium_instead)
     with_gymnasium = run(tmp_path / "gymnasium")
+    assert asked                         # the patch was in force
     assert with_native == with_gymnasium and len(with_native) == 9
