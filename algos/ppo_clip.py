@@ -33,7 +33,7 @@ class PPOClipConfig(HorizonRollout):
     adv_norm: str = "batch"          # ppo1 whitens advantages over the batch; CleanRL per minibatch; or none
     value_clip: bool = False         # ppo2/CleanRL clip the value update to +-clip_eps around the old value; ppo1 does not
     lr_anneal: bool = True           # linear decay to 0: baselines ppo1 run_mujoco.py, schedule='linear' (also CleanRL)
-    clip_anneal: bool = True         # ppo1's schedule='linear' scales clip_param by the same factor (Table 5's alpha)
+    clip_anneal: bool = True         # ppo1's schedule='linear' scales clip_param by the same factor (Table 5's alpha; baselines d9f194f, 2017; removed in b875fb7, 2019)
     max_grad_norm: float | None = None  # ppo1: no clipping; ppo2/CleanRL: 0.5
     # after_update: one more forward pass over the batch after the epochs (exact; cheap for an MLP).
     # last_epoch: each minibatch of the last epoch before its own step (no extra pass; how CleanRL's

@@ -5,7 +5,8 @@
     x = F^-1 g by conjugate gradient, F the Hessian of mean KL[pi_old, pi_theta] (Fisher)
     full step s = sqrt(2 * max_kl / (x^T F x)) * x
     backtracking line search on theta + frac * s, frac = 1, shrink, shrink^2, ...:
-        accept the first step whose measured KL <= max_kl and whose surrogate improves
+        accept the first step whose measured KL <= max_kl_tolerance * max_kl and whose surrogate
+        does not fall (trpo_mpi: a tolerance of 1.5, for the Fisher estimated on part of the batch)
     fit the value function separately by regression on the returns
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ class TRPOConfig(HorizonRollout):
     cg_damping: float = 0.1        # trpo_mpi: cg_damping=0.1
     line_search_shrink: float = 0.5  # trpo_mpi halves the step
     line_search_steps: int = 10    # trpo_mpi tries 10 step sizes
+    max_kl_tolerance: float = 1.5  # trpo_mpi: a step is refused only when its KL (on the whole batch) exceeds 1.5 * max_kl
     vf_lr: float = 1e-3            # trpo_mpi: vf_stepsize=1e-3
     vf_epochs: int = 5             # trpo_mpi: vf_iters=5
     vf_minibatch_size: int = 64    # trpo_mpi fits the value in minibatches of 64
@@ -47,6 +49,7 @@ class TRPOConfig(HorizonRollout):
         check_range(self, "cg_damping", 0)
         check_range(self, "fvp_fraction", 0, 1, low_open=True)
         check_range(self, "line_search_shrink", 0, 1, low_open=True, high_open=True)
+        check_range(self, "max_kl_tolerance", 1, why="1: the step's KL at most max_kl")
 
 
 def conjugate_gradient(matvec: Callable[[Tensor], Tensor], b: Tensor, iters: int = 10, tol: float = 1e-10) -> Tensor:
@@ -105,7 +108,7 @@ class TRPO(Algorithm):
         self.vf_optimizer = self.make_optimizer(agent.value_parameters(), cfg.vf_lr)
 
     # the batched engine (algos/stack.py): seeds and these numbers may differ within a stack
-    per_run_options = ("gamma", "lam", "max_kl", "vf_lr")
+    per_run_options = ("gamma", "lam", "max_kl", "max_kl_tolerance", "vf_lr")
 
     @classmethod
     def stackable(cls, cfg: TRPOConfig) -> bool:
@@ -144,6 +147,7 @@ class TRPO(Algorithm):
         obs, actions, mask, logp_old = (batch.stacked(k) for k in ("obs", "actions", "mask", "logp_old"))
         params = agent.policy_parameters()
         max_kl = per_run([r.cfg.max_kl for r in runs], like=advantages)
+        kl_bound = per_run([r.cfg.max_kl_tolerance * r.cfg.max_kl for r in runs], like=advantages)
         with torch.no_grad():
             old_dist, fvp_old_dist = agent.dist(obs), agent.dist(fvp_obs)
 
@@ -180,7 +184,7 @@ class TRPO(Algorithm):
                 trial = torch.where(accepted.unsqueeze(1), theta, theta_old + frac * full_step)
                 _set_rows(params, trial)
                 surr_new, kl_new = surrogate(), mean_kl()
-                ok = ~accepted & (kl_new <= max_kl) & (surr_new > surr_before) & torch.isfinite(surr_new)
+                ok = ~accepted & (kl_new <= kl_bound) & (surr_new >= surr_before) & torch.isfinite(surr_new)
                 theta = torch.where(ok.unsqueeze(1), trial, theta)
                 step_frac, kl, surr = (torch.where(ok, new, old) for new, old in
                                        ((torch.full((K,), frac, dtype=torch.float64), step_frac), (kl_new, kl),

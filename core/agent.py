@@ -36,6 +36,13 @@ class RunningMeanStd(nn.Module):
 
     Stored as buffers so that it is checkpointed with the agent and used unchanged by
     evaluation (CleanRL's evaluation starts fresh statistics, and scores collapse).
+
+    Two conventions that differ from baselines ppo1's ``RunningMeanStd`` (measured effect not
+    known; both are the gymnasium / CleanRL / SB3 ones or follow from the harness): the agent
+    updates it with a batch *after* training on that batch (``observe`` after the update), so
+    the policy that collected a batch is exactly the pi_old it is trained against, and the first
+    update sees the observations only clipped (ppo1 updates before its epochs); and 1/std uses
+    ``var + eps`` with eps 1e-8 (ppo1 floors the std at 0.1).
     """
 
     def __init__(self, shape: tuple[int, ...], clip: float = 5.0, eps: float = 1e-8):

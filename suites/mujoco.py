@@ -53,7 +53,7 @@ class MujocoConfig:
     activation: str = "tanh"                  # paper §6.1: tanh nonlinearities
     init: str = "normc"                       # normc (baselines ppo1) | orthogonal (ppo2, CleanRL) | default (torch)
     log_std_init: float = 0.0                 # baselines ppo1: state-independent log-std, initialised to 0
-    obs_norm: bool = True                     # baselines ppo1: running mean/std of observations
+    obs_norm: bool = True                     # baselines ppo1: running mean/std of observations (updated after each update; core/agent.py)
     obs_clip: float = 5.0                     # baselines ppo1 clips normalised observations to [-5, 5]; CleanRL 10
     reward_scale: bool = False                # divide rewards by the running std of the discounted return (ppo2, CleanRL)
     reward_clip: float = 10.0                 # CleanRL clips scaled rewards to [-10, 10]

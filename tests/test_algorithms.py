@@ -11,6 +11,7 @@ from torch.distributions import kl_divergence
 
 import algos
 from algos.dapo import overlong_penalty
+from algos.losses import importance_surrogate
 from algos.ppo_kl import adapt_beta
 from core.batch import Batch
 from core.errors import ConfigError
@@ -201,6 +202,62 @@ def test_first_ratio_error_detects_a_stale_logp_old(name):
 # TRPO: the accepted step lies inside the trust region
 
 
+def _trpo_after_update(seed: int, **options):
+    agent = make_agent(3)
+    batch, _ = horizon_batch(agent, seed=seed)
+    old = copy.deepcopy(agent)
+    algo = make_algo("trpo", agent, **options)
+    metrics = algo.update(batch)
+    return old, agent, batch, algo, metrics
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+@pytest.mark.parametrize("tolerance", [1.0, 1.5])
+def test_trpo_line_search_takes_the_first_fraction_within_the_tolerance(seed, tolerance):
+    """The line search as a loop over the fractions 1, 1/2, 1/4, ... of the full step: the first
+    whose KL (on the whole batch) is at most tolerance * max_kl and whose surrogate does not fall
+    (trpo_mpi's rule, tolerance 1.5)."""
+    from torch.nn.utils import parameters_to_vector, vector_to_parameters
+    max_kl = 0.01
+    # the full step: a line search of one fraction with no KL bound takes it whole
+    old, full, batch, algo, _ = _trpo_after_update(seed, max_kl=max_kl, max_kl_tolerance=1e9, line_search_steps=1)
+    theta_old = parameters_to_vector(old.policy_parameters())
+    step = parameters_to_vector(full.policy_parameters()) - theta_old
+    advantages = algo.advantages(batch)[0]
+
+    def kl_and_surrogate(theta):
+        probe = copy.deepcopy(old)
+        vector_to_parameters(theta, probe.policy_parameters())
+        with torch.no_grad():
+            dist = probe.dist(batch.obs)
+            kl = kl_divergence(old.dist(batch.obs), dist).mean().item()
+            surrogate = -importance_surrogate(dist.log_prob(batch.actions), batch.logp_old, advantages).mean().item()
+        return kl, surrogate
+
+    _, surrogate_before = kl_and_surrogate(theta_old)
+    want = None
+    for k in range(10):
+        kl, surrogate = kl_and_surrogate(theta_old + 0.5 ** k * step)
+        if kl <= tolerance * max_kl and surrogate >= surrogate_before:
+            want = (0.5 ** k, kl)
+            break
+    _, agent, _, _, metrics = _trpo_after_update(seed, max_kl=max_kl, max_kl_tolerance=tolerance)
+    assert want is not None and metrics["step_accepted"] == 1.0
+    assert metrics["step_fraction"] == want[0]
+    assert metrics["kl_line_search"] == pytest.approx(want[1], rel=1e-4)
+    torch.testing.assert_close(parameters_to_vector(agent.policy_parameters()), theta_old + want[0] * step,
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_trpo_kl_tolerance_decides_some_step():
+    """Where the full step's KL lies between max_kl and 1.5 max_kl (a Fisher from a fifth of the
+    batch underestimates the curvature), trpo_mpi's tolerance keeps the whole step and the strict
+    rule halves it: the case the tolerance exists for occurs on these batches."""
+    fractions = {tol: [_trpo_after_update(seed, max_kl=0.01, max_kl_tolerance=tol)[4]["step_fraction"]
+                       for seed in (4, 5, 6)] for tol in (1.0, 1.5)}
+    assert any(strict < tolerant for strict, tolerant in zip(fractions[1.0], fractions[1.5])), fractions
+
+
 @pytest.mark.parametrize("max_kl", [0.01, 0.001])
 def test_trpo_step_respects_max_kl(max_kl):
     agent = make_agent(3)
@@ -209,10 +266,11 @@ def test_trpo_step_respects_max_kl(max_kl):
     algo = make_algo("trpo", agent, max_kl=max_kl)
     metrics = algo.update(batch)
     assert metrics["step_accepted"] == 1.0
-    assert 0 < metrics["kl_line_search"] <= max_kl
+    bound = max_kl * algo.cfg.max_kl_tolerance
+    assert 0 < metrics["kl_line_search"] <= bound
     with torch.no_grad():
         kl = kl_divergence(old.dist(batch.obs), agent.dist(batch.obs)).mean().item()
-    assert 0 < kl <= max_kl * (1 + 1e-5)
+    assert 0 < kl <= bound * (1 + 1e-5)
     assert metrics["kl_line_search"] == pytest.approx(kl, rel=1e-4)
     # the step uses the trust region (it is not vanishingly small): the full step is sized
     # for KL = max_kl to second order, and the line search halves it at most a few times

@@ -323,7 +323,7 @@ BAD_NUMBERS = {
     "vf_lr": [0.0, NAN], "vf_epochs": [0], "vf_minibatch_size": [0],
     "max_grad_norm": [-0.5, 0.0, NAN, INF],     # negative: clip_grad_norm_ would reverse the gradient
     "max_kl": [0.0, NAN], "cg_iters": [0], "cg_damping": [-0.1, NAN], "line_search_steps": [0],
-    "line_search_shrink": [0.0, 1.0, NAN], "fvp_fraction": [0.0, 1.5, NAN],
+    "line_search_shrink": [0.0, 1.0, NAN], "max_kl_tolerance": [0.5, NAN], "fvp_fraction": [0.0, 1.5, NAN],
     "num_epochs": [0], "minibatch_size": [0], "num_minibatches": [0, "too_many"],
     "clip_eps": [0.0, -0.2, NAN], "vf_coef": [-1.0, NAN, INF], "ent_coef": [-0.01, NAN, INF],
     "kl_coef": [-0.1, NAN, INF], "kl_target": [0.0, -0.01, NAN],
