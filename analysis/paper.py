@@ -387,8 +387,9 @@ def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_label
                     f"{_fmt_d(d['point'], d['low'], d['high'])}.")
         if better:
             evidence += f" Significantly better than ε = 0.2 (Bonferroni-adjusted CI above 0): {', '.join(better)}."
-        evidence += (f" 95% CI of the difference containing 0: {', '.join(tied)}." if tied
-                     else " Every other setting differs significantly from it.")
+        evidence += (f" Unadjusted 95% CI of the difference containing 0: {', '.join(tied)}." if tied
+                     else " No other setting's unadjusted 95% CI of the difference contains 0 (not a verdict: "
+                          "the verdict takes the Bonferroni-adjusted intervals).")
         row("best_clip", claim, paper, "ε = 0.2 minus the best other setting", d["point"], d["low"], d["high"],
             p_first, verdict, evidence)
     else:
@@ -405,8 +406,9 @@ def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_label
                     f"{_fmt_d(d['point'], d['low'], d['high'])}.")
         if worse:
             evidence += f" Significantly below it (Bonferroni-adjusted CI below 0): {', '.join(worse)}."
-        evidence += (f" 95% CI of the difference containing 0: {', '.join(tied)}." if tied
-                     else " Every other setting scores significantly above it.")
+        evidence += (f" Unadjusted 95% CI of the difference containing 0: {', '.join(tied)}." if tied
+                     else " Every other setting is above it by its unadjusted 95% CI (not a verdict: the "
+                          "verdict takes the Bonferroni-adjusted intervals).")
         row("worst_noclip", claim, paper, "lowest other setting minus no clipping", d["point"], d["low"], d["high"],
             p_last, verdict, evidence)
     else:

@@ -209,11 +209,13 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
                 measure_random: Callable[[str], dict] | None = None, protocol: dict | None = None,
                 threads: int | None = None, allow_protocol_diff: bool = False, plan: bool = False,
                 archive: str | Path | None = None, json_path: str | Path | None = None,
-                canaries: dict | None = None) -> Comparison | None:
+                canaries: dict | None = None, seeds_exactly: bool = False) -> Comparison | None:
     """Make sure both sides' runs exist at one protocol (see the module docstring), run the missing
     ones with ``executor`` (default ``harness.executor.run_local``), then compare the stored results.
     Raises AnalysisError on bad input or a refused protocol; nothing stored is deleted or overwritten.
-    ``plan``: check everything, print the plan run by run, and return None: nothing run or written."""
+    ``plan``: check everything, print the plan run by run, and return None: nothing run or written.
+    ``seeds_exactly``: seeds 0..seeds-1 and no other, even where the baseline has more stored (a
+    round of ``seeds=auto``); otherwise ``seeds`` adds to the seeds the baseline's stored runs have."""
     out, err = out or sys.stdout, err or sys.stderr
     if candidate == baseline:
         raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")
@@ -261,7 +263,8 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
         base = base[base["steps"] == steps]
         wanted = set(zip(base["env"], base["seed"].astype(int)))
         if seeds is not None:
-            wanted |= {(e, s) for e in set(base["env"]) for s in range(seeds)}
+            wanted = ({p for p in wanted if p[1] < seeds} if seeds_exactly else wanted) | \
+                {(e, s) for e in set(base["env"]) for s in range(seeds)}
         config = base.iloc[0]["config"] or {}
         words = {**common, "env": ",".join(sorted({e for e, _ in wanted})),
                  "seeds": str(max(s for _, s in wanted) + 1), "steps": str(steps)}
@@ -499,6 +502,18 @@ def _compare_archived(candidate: str, baseline: str, suite: str, root: Path, arc
     comparison.scores = scores
     comparison.protocol = diffs
     comparison.protocol_overridden = bool(refused(diffs)) or bool(stale)
+    same = _same_as_archived(results, summary, candidate, baseline, suite, archived_pairs)
+    if same == archived_pairs and wanted == archived_pairs:
+        comparison.verdict = "identical"
+        comparison.seeds_needed = None
+        comparison.reason = (f"the candidate's runs trained on the same episodes as the archive's {baseline} runs on "
+                             f"every environment and seed ({len(same)} run(s): every score and the learning curve "
+                             f"at each of the archive's points, to the last bit): the change never acted at this budget")
+    elif same:
+        comparison.notes.append(f"{len(same)} of the {len(archived_pairs)} paired run(s) trained on the same episodes "
+                                f"as the archive's (the change did not act there): "
+                                + ", ".join(f"{e} seed {s}" for e, s in sorted(same)[:5])
+                                + (" ..." if len(same) > 5 else ""))
     comparison.notes.append(f"baseline {baseline}: the archive's runs ({archive}, {len(archived_pairs)} of them)"
                             + (f" and {len(wanted) - len(archived_pairs)} run(s) past the seeds it holds"
                                if wanted - archived_pairs else "")
@@ -508,6 +523,42 @@ def _compare_archived(candidate: str, baseline: str, suite: str, root: Path, arc
                                 f"makes ({stale[0]}); this verdict compares against another code's baseline")
     print(format_comparison(comparison), file=out)
     return comparison
+
+
+def _same_as_archived(results, summary, candidate: str, baseline: str, suite: str, pairs: set) -> set:
+    """The (env, seed) pairs where the candidate's fresh run has exactly what the archive keeps of
+    the baseline's run: every score (the last 100 episodes', all episodes', with their counts)
+    and the learning curve at every point of the archive's grid. The archive holds no per-episode
+    rows, so this is its fingerprint of a run's training episodes (``same_learning`` compares
+    whole run folders); floats survive its CSV round trip exactly."""
+    from analysis.archive import summarize
+    mine = summarize(results, suite)
+
+    def table(frame, label, columns):
+        if frame is None or not len(frame):
+            return {}
+        part = frame[frame["label"] == label]
+        return {(env, int(seed)): (g.sort_values("step") if "step" in columns else g)[list(columns)].to_numpy().tolist()
+                for (env, seed), g in part.groupby(["env", "seed"])}
+
+    same = set(pairs)
+    for kind in ("last100", "all"):
+        if kind not in summary.scores:
+            continue
+        x = table(mine.scores.get(kind), candidate, ("score", "episodes"))
+        y = table(summary.scores[kind], baseline, ("score", "episodes"))
+        same &= {p for p in pairs if p in x and p in y and _equal_rows(x[p], y[p])}
+    x, y = table(mine.curves, candidate, ("step", "value")), table(summary.curves, baseline, ("step", "value"))
+    return {p for p in same if p in x and p in y and _equal_rows(x[p], y[p])}
+
+
+def _equal_rows(a: list, b: list) -> bool:
+    """Row lists equal value for value (NaN equal to NaN: a curve before its first episode)."""
+    import math
+    return len(a) == len(b) and all(
+        len(ra) == len(rb) and all(u == v or (isinstance(u, float) and isinstance(v, float) and math.isnan(u)
+                                              and math.isnan(v)) for u, v in zip(ra, rb))
+        for ra, rb in zip(a, b))
 
 
 def _check_json_path(path: Path) -> None:
@@ -695,7 +746,8 @@ def run_sequential(candidate: str, baseline: str, alpha: float = 0.05, max_seeds
           f"(AdaStop, Mathieu et al. 2023)", file=out)
     if plan:
         print(f"round 1 of {rounds}:", file=out)
-        return run_compare(candidate, baseline, seeds=round_seeds, out=out, plan=True, **compare_args)
+        return run_compare(candidate, baseline, seeds=round_seeds, out=out, plan=True, seeds_exactly=True,
+                           **compare_args)
     comparison, canaries = None, {}
     for k in range(rounds):
         seeds = (k + 1) * round_seeds
@@ -704,7 +756,8 @@ def run_sequential(candidate: str, baseline: str, alpha: float = 0.05, max_seeds
         # round's table is held back: only the last round's is shown, with the test's verdict
         stream = _RoundOutput(out, whole_plan=k == 0)
         try:
-            comparison = run_compare(candidate, baseline, seeds=seeds, out=stream, canaries=canaries, **compare_args)
+            comparison = run_compare(candidate, baseline, seeds=seeds, out=stream, canaries=canaries, seeds_exactly=True,
+                                     **compare_args)
         finally:
             stream.flush_line()
         table = stream.table.getvalue().partition("compare: X = ")[2]

@@ -163,3 +163,61 @@ def test_seeds_auto_prints_each_rounds_plan_as_it_comes_and_holds_the_table_back
     stream = _RoundOutput(later, whole_plan=False)
     print("compare plan: suite mujoco\n  X = a: 3 of 6\n  Y = b: 6 of 6\n  canaries: ok\n  other", file=stream)
     assert later.getvalue() == "  X = a: 3 of 6\n  Y = b: 6 of 6\n  canaries: ok\n"
+
+
+def test_a_change_that_never_acts_is_identical_to_the_archive_after_one_round(archive, tmp_path, capsys):
+    """An A/A copy against the archive: a gradient-norm bound no gradient reaches multiplies every
+    gradient by exactly 1, so the candidate trains on the archive's very episodes; compare says
+    `identical` (exit 4) after the first round instead of running every round."""
+    verdict = tmp_path / "v.json"
+    code = compare("candidate=ppo_clip+max_grad_norm=1e9", "baseline=ppo_clip", f"archive={archive}", "seeds=auto",
+                   "round_seeds=2", "max_seeds=4", f"json={verdict}", f"results_dir={tmp_path / 'r'}", "jobs=1")
+    text = capsys.readouterr().out
+    assert code == 4 and "round 2 of 2" not in text and "identical" in text
+    assert json.loads(verdict.read_text())["verdict"] == "identical"
+    # a change that acts is not identical
+    assert compare("candidate=ppo_clip+lr=0.001", "baseline=ppo_clip", f"archive={archive}",
+                   f"results_dir={tmp_path / 'r2'}", "jobs=1") != 4
+
+
+def test_seeds_auto_plans_only_the_rounds_seeds_where_the_baseline_has_more(tmp_path, capsys):
+    """A baseline with 3 stored seeds: a round of 2 seeds runs the candidate on seeds 0-1 only,
+    and its table and JSON count 2 seeds, as the test does."""
+    from harness.cli import main as cli_main
+    root = tmp_path / "results"
+    assert cli_main(["suite=mujoco", "algo=ppo_clip", f"env={ENV}", "seeds=3", *SMALL, "jobs=1",
+                     f"results_dir={root}", "report=false"]) == 0
+    verdict = tmp_path / "v.json"
+    compare("candidate=ppo_clip+lr=0.001", "baseline=ppo_clip", "seeds=auto", "round_seeds=2", "max_seeds=2",
+            f"results_dir={root}", f"json={verdict}", "jobs=1")
+    made = sorted(p.name for p in (root / "compare").rglob("ppo_clip+lr=0.001/seed*"))
+    assert made == ["seed0", "seed1"]
+    doc = json.loads(verdict.read_text())
+    assert doc["seeds"]["candidate"] == 2 and [(e["n_x"], e["n_y"]) for e in doc["environments"]] == [(2, 2)]
+
+
+@pytest.mark.parametrize("shift,verdict,code", [(+10.0, "better", 0), (-10.0, "worse", 1)])
+def test_seeds_auto_decides_and_exits_with_the_sequential_verdict(monkeypatch, capsys, shift, verdict, code):
+    """The rounds loop on planted scores (two environments, the candidate `shift` spreads away): the
+    test decides within the rounds, the verdict and the exit code are its own."""
+    import numpy as np
+    import pandas as pd
+    import harness.compare as hc
+    from analysis.compare import Comparison
+    rng = np.random.default_rng(0)
+    noise = {(label, env, seed): rng.normal() for label in "XY" for env in ("A", "B") for seed in range(15)}
+    calls = []
+
+    def fake_compare(candidate, baseline, seeds, out, **kwargs):
+        calls.append(seeds)
+        rows = [{"env": env, "label": label, "seed": s,
+                 "score": noise[(side, env, s)] + (shift if side == "X" else 0.0)}
+                for side, label in (("X", candidate), ("Y", baseline)) for env in ("A", "B") for s in range(seeds)]
+        print("compare: X = table\nverdict: inconclusive", file=out)
+        return Comparison(candidate, baseline, "mujoco", 1000, [], None, None, None, (0.5, 0.0, 1.0), seeds,
+                          "inconclusive", "planted", None, scores=pd.DataFrame(rows))
+    monkeypatch.setattr(hc, "run_compare", fake_compare)
+    result = hc.run_sequential("x", "y", alpha=0.05, max_seeds=15, round_seeds=3)
+    assert result.verdict == verdict and result.exit_code == code
+    assert calls == [3 * (k + 1) for k in range(len(calls))] and len(calls) < 5   # decided before the cap
+    assert f"sequential verdict: {verdict}" in capsys.readouterr().out

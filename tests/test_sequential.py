@@ -3,12 +3,12 @@ against the reference implementation, the ``adastop`` package (Mathieu et al. 20
 rate under the null on synthetic data where the truth is known."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
 from analysis.sequential import SequentialTest
-
-adastop = pytest.importorskip("adastop.compare_agents")
 
 PACKAGE = {"larger": "better", "smaller": "worse", "equal": "inconclusive", "continue": "continue"}
 
@@ -17,6 +17,7 @@ def run_both(x, y, n, rounds, alpha):
     """The package's decision at ``alpha / 2`` and ours at ``alpha``, round by round, every
     permutation enumerated (small n): the package compares |S| with the signed permutation
     distribution's tail, a two-sided level of twice its alpha (see the module's docstring)."""
+    adastop = pytest.importorskip("adastop.compare_agents")
     ref = adastop.MultipleAgentsComparator(n=n, K=rounds, B=10 ** 9, alpha=alpha / 2, seed=0)
     ours = SequentialTest(n=n, rounds=rounds, alpha=alpha, permutations=10 ** 9)
     d_ref = d_ours = "continue"
@@ -63,6 +64,31 @@ def test_a_false_better_or_worse_is_at_most_alpha(strata, n, rounds):
                 break
         wrong += test.decision in ("better", "worse")
     assert wrong / 300 <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 300)
+
+
+@pytest.mark.parametrize("strata,n,rounds,alpha", [(1, 2, 3, 0.3), (1, 3, 2, 0.2), (2, 2, 2, 0.25)])
+def test_the_level_holds_over_every_arrangement_of_a_data_set(strata, n, rounds, alpha):
+    """The permutation test's level, exactly: under the null every split of each round's 2n scores
+    of a stratum into X and Y is equally likely, so over all of them (every permutation enumerated
+    inside the test too) the share that ends better or worse is at most alpha, and not zero (the
+    test can reject at this size)."""
+    data = np.random.default_rng(5).normal(size=(rounds, strata, 2 * n))
+    splits = list(itertools.combinations(range(2 * n), n))
+    rejected = total = 0
+    for choice in itertools.product(splits, repeat=rounds * strata):
+        x, y = np.empty((strata, rounds * n)), np.empty((strata, rounds * n))
+        for r in range(rounds):
+            for s in range(strata):
+                picked = list(choice[r * strata + s])
+                x[s, r * n:(r + 1) * n] = data[r, s, picked]
+                y[s, r * n:(r + 1) * n] = data[r, s, [i for i in range(2 * n) if i not in picked]]
+        test = SequentialTest(n=n, rounds=rounds, alpha=alpha, permutations=10 ** 9)
+        for k in range(rounds):
+            if test.update(x[:, : (k + 1) * n], y[:, : (k + 1) * n]) != "continue":
+                break
+        rejected += test.decision in ("better", "worse")
+        total += 1
+    assert 0 < rejected / total <= alpha + 1e-12
 
 
 def test_a_clear_difference_is_found_early_and_with_its_sign():
