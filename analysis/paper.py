@@ -211,6 +211,13 @@ def _joint_draws(matrices: dict[str, np.ndarray], reps: int, seed: int, expand: 
             for name, m in matrices.items()}
 
 
+def _degrees_of_freedom(matrices: dict[str, np.ndarray]) -> dict[str, float]:
+    """Setting -> the degrees of freedom of its mean's variance estimate: environments x (seeds - 1)
+    (each environment's spread from its own seeds; ``stats.t_adjusted_confidence``)."""
+    return {name: float(m.shape[1] * (m.shape[0] - 1)) if m.shape[0] > 1 else math.inf
+            for name, m in matrices.items()}
+
+
 def _t1_state(scores, random, table1_labels, reps, seed, expand=False, spreads=None):
     normed, constants, envs, problems = table1_normalised(scores, random, table1_labels, spreads=spreads)
     matrices, notes = _matrices(normed, envs, table1_labels)
@@ -284,11 +291,13 @@ def table1_differences(scores: pd.DataFrame, random: dict[str, float], table1_la
     with the 95% percentile CI of the joint bootstrap the verdicts use (expanded for few seeds):
     ``a, b, point, low, high, p_greater`` (``p_greater``: the fraction of resamples in which a
     scores above b)."""
-    *_, points, draws = _t1_state(scores, random, table1_labels, reps, seed, expand=True, spreads=spreads)
-    return _differences(points, draws)
+    *_, matrices, points, draws = _t1_state(scores, random, table1_labels, reps, seed, expand=True, spreads=spreads)
+    return _differences(points, draws, _degrees_of_freedom(matrices))
 
 
-def _differences(points, draws) -> pd.DataFrame:
+def _differences(points, draws, dfs: dict[str, float]) -> pd.DataFrame:
+    """Every ordered pair's difference with its 95% interval, t-adjusted for the two settings' degrees
+    of freedom (expanded draws: ``stats.t_adjusted_confidence``)."""
     names = [r.name for r in TABLE1 if r.name in points]
     rows = []
     for a in names:
@@ -296,7 +305,7 @@ def _differences(points, draws) -> pd.DataFrame:
             if a == b:
                 continue
             d = draws[a] - draws[b]
-            low, high = stats.percentile_interval(d)
+            low, high = stats.percentile_interval(d, stats.t_adjusted_confidence(stats.CONFIDENCE, dfs[a] + dfs[b]))
             rows.append({"a": a, "b": b, "point": points[a] - points[b], "low": low, "high": high,
                          "p_greater": float(np.mean(d > 0))})
     return pd.DataFrame(rows, columns=["a", "b", "point", "low", "high", "p_greater"])
@@ -309,9 +318,11 @@ def _significance(low: float, high: float) -> str:
     return "above" if low > 0 else "below" if high < 0 else "overlaps"
 
 
-def _adjusted_low(draws: np.ndarray, comparisons: int) -> float:
-    """Lower end of the two-sided (1 - 0.05 / comparisons) percentile interval (Bonferroni)."""
-    return stats.percentile_interval(draws, 1.0 - (1.0 - stats.CONFIDENCE) / max(comparisons, 1))[0]
+def _adjusted_low(draws: np.ndarray, comparisons: int, df: float) -> float:
+    """Lower end of the two-sided (1 - 0.05 / comparisons) interval (Bonferroni), t-adjusted for
+    ``df`` degrees of freedom (expanded draws)."""
+    level = 1.0 - (1.0 - stats.CONFIDENCE) / max(comparisons, 1)
+    return stats.percentile_interval(draws, stats.t_adjusted_confidence(level, df))[0]
 
 
 def _fmt_d(point, low, high) -> str:
@@ -343,7 +354,8 @@ def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_label
       clipped surrogate: best clipping minus best KL setting, judged the same way."""
     normed, _, envs, _, matrices, points, draws = _t1_state(scores, random, table1_labels, reps, seed, expand=True,
                                                             spreads=spreads)
-    diffs = _differences(points, draws)
+    dfs = _degrees_of_freedom(matrices)
+    diffs = _differences(points, draws, dfs)
     rows = []
 
     def d_row(a, b):
@@ -371,7 +383,8 @@ def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_label
         # "does not hold" needs one of 10 comparisons to reach significance: Bonferroni, so that
         # pure noise over 11 settings says so at most 5% of the time (as "holds" does, jointly).
         sign = 1.0 if highest else -1.0
-        beyond = [n for n in others if _adjusted_low(sign * (draws[n] - draws[name]), len(others)) > 0]
+        beyond = [n for n in others
+                  if _adjusted_low(sign * (draws[n] - draws[name]), len(others), dfs[n] + dfs[name]) > 0]
         tied = [n for n in others if _significance(d_row(name, n)["low"], d_row(name, n)["high"]) == "overlaps"]
         rank = 1 + sum(points[n] > points[name] for n in others)
         verdict = HOLDS if p >= SURE else FAILS if beyond else INCONCLUSIVE
@@ -420,7 +433,8 @@ def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_label
     paper = "−0.39; §6.1: because of one environment (HalfCheetah) with a very negative score"
     if NO_CLIP in matrices:
         m = matrices[NO_CLIP]
-        low, high = stats.percentile_interval(draws[NO_CLIP])
+        low, high = stats.percentile_interval(draws[NO_CLIP], stats.t_adjusted_confidence(stats.CONFIDENCE,
+                                                                                            dfs[NO_CLIP]))
         verdict = HOLDS if high < 0 else FAILS if low > 0 else INCONCLUSIVE
         per_env = m.mean(axis=0)
         worst = int(np.argmin(per_env))
@@ -448,7 +462,9 @@ def table1_verdicts(scores: pd.DataFrame, random: dict[str, float], table1_label
         best_clip, best_kl = max(clips, key=points.get), max(kls, key=points.get)
         boot = (np.max(np.stack([draws[n] for n in clips], 1), 1) - np.max(np.stack([draws[n] for n in kls], 1), 1))
         point = points[best_clip] - points[best_kl]
-        low, high = stats.percentile_interval(boot)
+        # a difference of two settings' maxima: the fewest degrees of freedom of a pair of them
+        df = min(dfs[n] for n in clips) + min(dfs[n] for n in kls)
+        low, high = stats.percentile_interval(boot, stats.t_adjusted_confidence(stats.CONFIDENCE, df))
         verdict = HOLDS if low > 0 else FAILS if high < 0 else INCONCLUSIVE
         evidence = (f"best clipping here: {best_clip} ({points[best_clip]:.2f}); best {group_name}: {best_kl} "
                     f"({points[best_kl]:.2f}); difference {_fmt_d(point, low, high)} (the best of each re-chosen in "

@@ -11,6 +11,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Callable, Sequence
 
+import math
+
 import numpy as np
 from rliable import library as rly
 from rliable import metrics as rlm
@@ -203,6 +205,20 @@ def stratified_bootstrap_means(scores: np.ndarray, reps: int, rng: np.random.Gen
         centre = scores.mean(axis=0)
         task_means = centre + np.sqrt(runs / (runs - 1)) * (task_means - centre)
     return task_means.mean(axis=1)
+
+
+def t_adjusted_confidence(confidence: float, df: float) -> float:
+    """The normal-theory level whose quantile is Student's t quantile of ``confidence`` at ``df``
+    degrees of freedom: 2 Phi(t_{(1+c)/2, df}) - 1. A percentile interval of expanded bootstrap
+    draws (``stratified_bootstrap_means(expand=True)``: the variance corrected, the shape still
+    normal) taken at this level has the t interval's width (Hesterberg's expanded percentile
+    interval). With few seeds it matters: 7 environments x 3 seeds (df 14) turn 95% into 96.8%;
+    the normal quantile alone lets a 95% rule err about 7% of the time. ``df`` infinite or NaN:
+    ``confidence`` itself."""
+    if not math.isfinite(df) or df <= 0:
+        return confidence
+    from scipy.stats import norm, t as student_t
+    return float(2 * norm.cdf(student_t.ppf((1 + confidence) / 2, df)) - 1)
 
 
 def percentile_interval(draws: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
