@@ -148,7 +148,7 @@ def compare_scores(scores: pd.DataFrame, candidate: str, baseline: str, random: 
         x = x_all[x_all["env"] == env]["score"].to_numpy(dtype=float)[:, None]
         y = y_all[y_all["env"] == env]["score"].to_numpy(dtype=float)[:, None]
         per_env.append(EnvResult(env, len(x), len(y), float(x.mean()), float(y.mean()),
-                                 stats.difference_estimate(x, y, reps), stats.poi_estimate(x, y, reps)))
+                                 stats.stratified_welch_interval(x, y), stats.poi_estimate(x, y, reps)))
     # the aggregate needs runs x envs matrices: the seeds each label has on every environment
     seeds_x = sorted(set.intersection(*(set(x_all[x_all["env"] == e]["seed"]) for e in envs)))
     seeds_y = sorted(set.intersection(*(set(y_all[y_all["env"] == e]["seed"]) for e in envs)))
@@ -166,7 +166,7 @@ def compare_scores(scores: pd.DataFrame, candidate: str, baseline: str, random: 
         best = np.maximum(mx.mean(axis=0), my.mean(axis=0))
         if np.all(best > r):
             nx, ny = (mx - r) / (best - r), (my - r) / (best - r)
-            agg_diff = stats.difference_estimate(nx, ny, reps)
+            agg_diff = stats.stratified_welch_interval(nx, ny)
             agg_x, agg_y = float(nx.mean()), float(ny.mean())
         else:
             notes.append("neither setting beats the random policy on "
@@ -378,8 +378,9 @@ def _fmt(x: float, d: int, sign: bool = False) -> str:
 def format_comparison(c: Comparison) -> str:
     lines = [f"compare: X = {c.candidate}  vs  Y = {c.baseline}   (suite {c.suite}, {len(c.envs)} environment(s), "
              f"{c.seeds} seed(s) each in the aggregate, {c.steps:,} steps)",
-             f"score: {scoring(c.suite)['name']}; 95% CIs by stratified bootstrap "
-             f"(rliable, seed {stats.BOOTSTRAP_SEED})", format_protocol(c.protocol, c.candidate, c.baseline)]
+             f"score: {scoring(c.suite)['name']}; X − Y: Welch's 95% t interval (the aggregate's stratified over "
+             f"environments); P(X > Y): 95% CI by stratified bootstrap (rliable, seed {stats.BOOTSTRAP_SEED})",
+             format_protocol(c.protocol, c.candidate, c.baseline)]
     if c.protocol_overridden:
         lines.append(f"WARNING: NOT ONE PROTOCOL: X and Y also differ in {', '.join(d.setting for d in refused(c.protocol))}, "
                      f"which X does not ask for; compared anyway because allow_protocol_diff=true, so the numbers "

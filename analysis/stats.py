@@ -263,3 +263,28 @@ def welch_interval(x: np.ndarray, y: np.ndarray, confidence: float = CONFIDENCE)
     df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
     half = float(student_t.ppf(0.5 + confidence / 2.0, df)) * se
     return diff, diff - half, diff + half
+
+
+def stratified_welch_interval(x: np.ndarray, y: np.ndarray, confidence: float = CONFIDENCE
+                              ) -> tuple[float, float, float]:
+    """The mean over tasks of mean(x) - mean(y), ``x`` [runs_x, tasks] and ``y`` [runs_y, tasks],
+    with a t interval: the variance sum_t (s2_xt / n_x + s2_yt / n_y) / T^2 from each task's own
+    spread, the Welch-Satterthwaite degrees of freedom of those 2T terms. One task: Welch's
+    interval (``welch_interval``). compare's per-environment and normalised aggregate differences:
+    a percentile bootstrap of them covers about 81% at 3 seeds a side where it says 95%. NaN ends
+    with fewer than 2 runs on a side; the point itself when every task is constant on both sides."""
+    from scipy.stats import t as student_t
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    x, y = (a[:, None] if a.ndim == 1 else a for a in (x, y))
+    tasks = x.shape[1]
+    diff = float(x.mean(axis=0).mean() - y.mean(axis=0).mean())
+    if x.shape[0] < 2 or y.shape[0] < 2:
+        return diff, float("nan"), float("nan")
+    terms = np.concatenate([x.var(axis=0, ddof=1) / x.shape[0], y.var(axis=0, ddof=1) / y.shape[0]]) / tasks ** 2
+    dfs = np.concatenate([np.full(tasks, x.shape[0] - 1.0), np.full(tasks, y.shape[0] - 1.0)])
+    var = float(terms.sum())
+    if var == 0.0:
+        return diff, diff, diff
+    df = var ** 2 / float(np.sum(terms ** 2 / dfs))
+    half = float(student_t.ppf(0.5 + confidence / 2.0, df)) * math.sqrt(var)
+    return diff, diff - half, diff + half

@@ -373,6 +373,32 @@ def test_compare_numbers(compare_dir):
     assert c.verdict == "better" and c.exit_code == 0
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_stratified_welch_interval_against_scipy_and_the_formula(seed):
+    """One task: scipy's Welch interval. Several: the mean over tasks of the differences, its
+    variance the sum of each task's s2/n over T^2, Satterthwaite's degrees of freedom, as a loop."""
+    from scipy.stats import t as student_t, ttest_ind
+    from analysis.stats import stratified_welch_interval
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(1, 2, 3), rng.normal(0, 1, 4)
+    ci = ttest_ind(x, y, equal_var=False).confidence_interval(0.95)
+    got = stratified_welch_interval(x, y)
+    assert got[0] == pytest.approx(x.mean() - y.mean()) and (got[1], got[2]) == pytest.approx((ci.low, ci.high))
+    X, Y = rng.normal(0, rng.uniform(0.5, 3, 5), (3, 5)), rng.normal(0, rng.uniform(0.5, 3, 5), (4, 5))
+    terms, dfs = [], []
+    for t in range(5):
+        for m in (X, Y):
+            col = [float(v) for v in m[:, t]]
+            mean = sum(col) / len(col)
+            terms.append(sum((v - mean) ** 2 for v in col) / (len(col) - 1) / len(col) / 25)
+            dfs.append(len(col) - 1)
+    var = sum(terms)
+    df = var ** 2 / sum(v ** 2 / d for v, d in zip(terms, dfs))
+    point = float(np.mean([X[:, t].mean() - Y[:, t].mean() for t in range(5)]))
+    half = student_t.ppf(0.975, df) * var ** 0.5
+    assert stratified_welch_interval(X, Y) == pytest.approx((point, point - half, point + half))
+
+
 def test_inconclusive_verdict_estimates_the_seeds_needed():
     verdict, reason, needed = verdict_from_poi((0.6, 0.45, 0.75), seeds=3)
     assert verdict == "inconclusive" and needed == 7           # 3 * (0.15 / 0.1)^2 = 6.75
