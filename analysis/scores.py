@@ -44,11 +44,11 @@ SUITE_SCORING = {
     "atari": {"score": "final_eval", "normalise": "human",
               "name": "mean raw score of the last evaluation's whole games (to 27,000 steps; the same for "
                       "every algorithm)"},
-    # held-out prompts scored by the task: exact-match success (task=sort), or the hidden gold score,
+    # held-out prompts scored by the task: exact-match success (task=sort, add), or the hidden gold score,
     # not the reward model the policy was trained on (task=keywords)
     "llm_toy": {"score": "final_eval", "normalise": None,
-                "name": "held-out gold score of the last evaluation (task=sort: success; task=keywords: gold, "
-                        "not the reward model's proxy)"},
+                "name": "held-out gold score of the last evaluation (task=sort, add: exact-match success; "
+                        "task=keywords: gold, not the reward model's proxy)"},
     "llm": {"score": "final_eval", "normalise": None, "name": "held-out gold score of the last evaluation"},
 }
 SCORE_NAMES = {

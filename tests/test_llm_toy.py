@@ -348,3 +348,21 @@ def test_smoke_run_of_every_algorithm(tmp_path, capsys, sort_env):
         if "first_ratio_error" in metrics[0]:
             assert float(metrics[0]["first_ratio_error"]) < 1e-5, name
         assert int(metrics[-1]["global_step"]) >= 128
+
+
+def test_a_special_token_inside_a_response_is_never_an_exact_match():
+    """Generation samples from the whole vocabulary: "12<pad>34<eos>" must not read as "1234"
+    (the tokenizer's decode drops special tokens), nor "<bos>" anywhere before EOS."""
+    from suites.llm_toy.warmstart import SPECIAL_IN_RESPONSE, decode_responses
+    tok = CharTokenizer("0123456789")
+    digits = [tok.encode(c)[0] for c in "1234"]
+    rows = torch.tensor([[digits[0], digits[1], tok.pad_id, digits[2], digits[3], tok.eos_id],
+                         [tok.bos_id, *digits, tok.eos_id],
+                         [*digits, tok.eos_id, tok.pad_id]])
+    texts, has_eos = decode_responses(tok, rows, torch.tensor([6, 6, 5]))
+    assert texts == [f"12{SPECIAL_IN_RESPONSE}34", f"{SPECIAL_IN_RESPONSE}1234", "1234"]
+    assert has_eos == [True, True, True]
+    task = SortTask()
+    prompt = "4213"
+    assert task.answer(prompt) == "1234"
+    assert [task.gold(prompt, t, e) for t, e in zip(texts, has_eos)] == [0.0, 0.0, 1.0]

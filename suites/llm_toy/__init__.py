@@ -128,7 +128,7 @@ class TaskEnv:
         device = resolve_device(cfg.warmstart_device)
         spec = {"task": self.task.describe(), "tokenizer": self.tokenizer.describe(), "model": _model_id(cfg.model),
                 "max_positions": self.max_positions, "attn": cfg.attn_implementation,
-                "sft_steps": self.sft_steps,
+                "sft_steps": self.sft_steps, "device": str(device),
                 **{k: getattr(cfg, k) for k in ("sft_batch_size", "sft_lr", "sft_seed")}}
         self.sft = cached("sft", spec, lambda: train_sft(self, device))
         self.rm_payload = None
@@ -252,7 +252,8 @@ def _autocasting(agent) -> bool:
 def _model_id(model: str):
     """What identifies a model for the cache: a preset's name, or a checkpoint's path and files' times."""
     if model in ("tiny", "small"):
-        return model
+        from suites.llm_toy.models import MODEL_PRESETS
+        return {"preset": model, **MODEL_PRESETS[model]}
     folder = Path(model).resolve()
     return {"path": str(folder), "mtimes": sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir())}
 

@@ -39,7 +39,8 @@ def per_token_rewards(scores: Tensor, logp: Tensor, logp_ref: Tensor, mask: Tens
 
 
 def apply_missing_eos(scores: Tensor, has_eos: Tensor, missing_eos_score: float | None) -> Tensor:
-    """A response cut at the length limit without EOS scores ``missing_eos_score`` (N+: -1)."""
+    """A response cut at the length limit without EOS scores ``missing_eos_score`` (N+: -1), for
+    every algorithm (the group algorithms' scores too)."""
     if missing_eos_score is None:
         return scores
     return torch.where(has_eos, scores, torch.full_like(scores, missing_eos_score))

@@ -26,7 +26,13 @@ from torch import nn
 from suites.llm_toy.models import (RewardModel, attention_inputs, bradley_terry_loss, build_policy,
                                    build_scalar_model, copy_backbone, generate)
 
-CACHE_VERSION = 1
+# 2: keyed by the device, the package versions and the preset's architecture; trained on one
+# thread; responses with a special token inside no longer score as their text without it
+CACHE_VERSION = 2
+# A special token sampled inside a response (PAD, BOS) reads as this character, which no task's
+# alphabet has: such a response is never an exact match, and its length counts the token
+# (a tokenizer's decode drops special tokens: "12<pad>34" would read "1234").
+SPECIAL_IN_RESPONSE = "\ufffd"
 
 
 def cache_root() -> Path:
@@ -47,7 +53,9 @@ def _locked(path: Path):
 
 def cached(kind: str, spec: dict, build: Callable[[], dict]) -> dict:
     """``build()``'s payload, stored under a hash of ``spec``; built once across processes."""
-    spec = {"cache_version": CACHE_VERSION, "kind": kind, **spec}
+    import transformers
+    spec = {"cache_version": CACHE_VERSION, "kind": kind, **spec,
+            "versions": {"torch": torch.__version__, "transformers": transformers.__version__}}
     key = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
     root = cache_root()
     path = root / f"{kind}-{key}.pt"
@@ -58,7 +66,14 @@ def cached(kind: str, spec: dict, build: Callable[[], dict]) -> dict:
             except Exception:   # a corrupt entry: rebuild it
                 path.unlink(missing_ok=True)
         print(f"llm_toy: training the {kind} warm start (cached in {path})", file=sys.stderr)
-        payload = build()
+        # on one thread whatever the process's share of the cores: the same weights whichever
+        # process of a sweep happens to train them (a sum over two threads rounds otherwise)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            payload = build()
+        finally:
+            torch.set_num_threads(threads)
         payload["spec"] = spec
         buf = io.BytesIO()
         torch.save(payload, buf)
@@ -100,11 +115,19 @@ def encode_responses(tokenizer, responses: list[str], length: int | None = None)
 
 def decode_responses(tokenizer, responses: torch.Tensor, lengths: torch.Tensor) -> tuple[list[str], list[bool]]:
     """Texts (up to, not including, EOS) and whether each response ended with EOS (read from
-    the token ids: a tokenizer may drop special tokens from the text)."""
+    the token ids: a tokenizer may drop special tokens from the text). A PAD or BOS sampled
+    inside the response is ``SPECIAL_IN_RESPONSE`` in the text."""
+    specials = {tokenizer.pad_id, tokenizer.bos_id} - {tokenizer.eos_id}
     texts, has_eos = [], []
     for row, n in zip(responses.tolist(), lengths.tolist()):
         ended = n > 0 and row[n - 1] == tokenizer.eos_id
-        texts.append(tokenizer.decode(row[: n - 1] if ended else row[:n]))
+        body = row[: n - 1] if ended else row[:n]
+        pieces, start = [], 0
+        for i, token in enumerate(body + [None]):       # the text between special tokens, each one U+FFFD
+            if token is None or token in specials:
+                pieces.append(tokenizer.decode(body[start:i]))
+                start = i + 1
+        texts.append(SPECIAL_IN_RESPONSE.join(pieces))
         has_eos.append(ended)
     return texts, has_eos
 
