@@ -181,6 +181,22 @@ def compare_scores(scores: pd.DataFrame, candidate: str, baseline: str, random: 
                       needed, notes)
 
 
+def mark_identical(comparison: Comparison, same: list, paired: int, whole: bool, whose: str, what: str) -> None:
+    """``identical`` (exit 4) when ``whole`` (every paired run is in ``same``, and the two sides pair
+    up exactly), else a note naming the runs that are: ``same`` are the (env, seed) pairs whose
+    candidate run equals ``whose`` run in ``what``."""
+    if whole and len(same) == paired:
+        comparison.verdict = "identical"
+        comparison.seeds_needed = None
+        comparison.reason = (f"the candidate's runs are identical to {whose} on every environment and seed "
+                             f"({paired} run(s): {what}): the change never acted at this budget")
+    elif same:
+        same = sorted(same)
+        comparison.notes.append(f"{len(same)} of the {paired} paired run(s) are identical to {whose} "
+                                f"(the change did not act there): "
+                                + ", ".join(f"{e} seed {s}" for e, s in same[:5]) + (" ..." if len(same) > 5 else ""))
+
+
 # ---------------------------------------------------------------------------------------
 # the protocol: what both sides ran, and which differences were asked for
 
@@ -485,15 +501,7 @@ def compare_stored(candidate: str, baseline: str, suite: str = "mujoco", results
     comparison.protocol_overridden = bool(refused(diffs))
     common = sorted(set(x_runs) & set(y_runs))
     same = [p for p in common if same_learning(Path(x_runs[p]["path"]), Path(y_runs[p]["path"]))]
-    if common and len(same) == len(common) and set(x_runs) == set(y_runs):
-        comparison.verdict = "identical"
-        comparison.seeds_needed = None
-        comparison.reason = (f"the candidate's runs are identical to the baseline's on every environment and seed "
-                             f"({len(common)} run(s): the same episodes, evaluations and update metrics, timing "
-                             f"aside): the change never acted at this budget")
-    elif same:
-        comparison.notes.append(f"{len(same)} of the {len(common)} paired run(s) are identical to the baseline's "
-                                f"(the change did not act there): "
-                                + ", ".join(f"{e} seed {s}" for e, s in same[:5]) + (" ..." if len(same) > 5 else ""))
+    mark_identical(comparison, same, len(common), bool(common) and set(x_runs) == set(y_runs),
+                   "the baseline's", "the same episodes, evaluations and update metrics, timing aside")
     print(format_comparison(comparison), file=out)
     return comparison

@@ -247,22 +247,12 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def welch_interval(x: np.ndarray, y: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """mean(x) - mean(y) with Welch's t interval (unequal variances, Welch-Satterthwaite degrees of
-    freedom). For two algorithms' seeds in one environment: with 3 seeds each, a percentile bootstrap
-    of the difference calls equal algorithms different about one time in five at 95%; Welch's
-    interval keeps to its level (for roughly normal returns). NaN ends with fewer than 2 values on a
-    side; the point itself when both sides are constant."""
-    from scipy.stats import t as student_t
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    diff = float(x.mean() - y.mean())
-    if len(x) < 2 or len(y) < 2:
-        return diff, float("nan"), float("nan")
-    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
-    se = float(np.sqrt(vx + vy))
-    if se == 0.0:
-        return diff, diff, diff
-    df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
-    half = float(student_t.ppf(0.5 + confidence / 2.0, df)) * se
-    return diff, diff - half, diff + half
+    freedom): ``stratified_welch_interval`` of one task. For two algorithms' seeds in one
+    environment: with 3 seeds each, a percentile bootstrap of the difference calls equal algorithms
+    different about one time in five at 95%; Welch's interval keeps to its level (for roughly normal
+    returns). NaN ends with fewer than 2 values on a side; the point itself when both sides are
+    constant."""
+    return stratified_welch_interval(np.asarray(x, dtype=float), np.asarray(y, dtype=float), confidence)
 
 
 def stratified_welch_interval(x: np.ndarray, y: np.ndarray, confidence: float = CONFIDENCE

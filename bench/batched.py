@@ -49,15 +49,6 @@ def sweep(env_id: str, steps: int, jobs: int, grid: str, results_dir: Path, batc
     return wall
 
 
-def physics_sps(env_id: str, steps: int = 20_000) -> float:
-    """``mj_step`` x frame skip on one core, episodes reset where a random policy's end."""
-    from bench.mujoco_stepping import _actions, time_physics, time_vec
-    from suites.mujoco_vec import MujocoVecEnv
-    actions = _actions(env_id, 16, steps // 16)
-    _, dones = time_vec(MujocoVecEnv(env_id, 16), actions)
-    return max(time_physics(env_id, actions, dones) for _ in range(3))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", nargs="+", default=["Hopper-v5", "HalfCheetah-v5"])
@@ -80,6 +71,7 @@ def main() -> None:
         print("  batched (the planner's default)")
         batched = sweep(env_id, args.steps, args.jobs, args.grid, root / env_id / "batched", None)
         print(f"    {batched:.0f} s, {total / batched:,.0f} steps/s")
+        from bench.mujoco_stepping import physics_sps
         physics = physics_sps(env_id)
         rows.append((env_id, n_runs, lone, batched, total, physics))
     print(f"\n| environment | runs x steps | one run per process: s, steps/s | batched: s, steps/s | "

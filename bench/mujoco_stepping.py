@@ -79,6 +79,14 @@ def time_physics(env_id: str, actions: np.ndarray, dones: np.ndarray) -> float:
     return actions.shape[0] * actions.shape[1] / elapsed
 
 
+def physics_sps(env_id: str, num_envs: int = 16, steps: int = 20_000, repeats: int = 3) -> float:
+    """The physics column alone: ``mj_step`` x frame skip on ``num_envs`` simulators, episodes reset
+    where the native engine's ended on the same random actions, best of ``repeats`` (``CLOCK``)."""
+    actions = _actions(env_id, num_envs, max(steps // num_envs, 100))
+    _, dones = time_vec(MujocoVecEnv(env_id, num_envs), actions)
+    return max(time_physics(env_id, actions, dones) for _ in range(repeats))
+
+
 def gym_vec(env_id: str, n: int) -> ListVecEnv:
     import gymnasium as gym
     return ListVecEnv([gym.make(env_id, disable_env_checker=True) for _ in range(n)])

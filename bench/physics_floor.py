@@ -25,9 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.mujoco_stepping import _actions, time_physics, time_vec  # noqa: E402
+from bench.mujoco_stepping import physics_sps  # noqa: E402
 from suites.mujoco import PAPER_ENVS  # noqa: E402
-from suites.mujoco_vec import MujocoVecEnv  # noqa: E402
 
 
 def main() -> None:
@@ -43,9 +42,7 @@ def main() -> None:
           f"CPU seconds per {args.steps:,}-step run |")
     print("|---|---:|---:|")
     for env_id in PAPER_ENVS:
-        actions = _actions(env_id, args.num_envs, max(args.timing_steps // args.num_envs, 100))
-        _, dones = time_vec(MujocoVecEnv(env_id, args.num_envs), actions)
-        rates[env_id] = max(time_physics(env_id, actions, dones) for _ in range(2))
+        rates[env_id] = physics_sps(env_id, args.num_envs, args.timing_steps, repeats=2)
         print(f"| {env_id} | {rates[env_id]:,.0f} | {args.steps / rates[env_id]:,.1f} |", flush=True)
     per_run_set = sum(args.steps / r for r in rates.values())   # one run on every environment
     print()

@@ -40,8 +40,8 @@ from typing import Callable, TextIO
 import pandas as pd
 
 from analysis import stats
-from analysis.compare import (Comparison, candidate_overrides, compare_stored, format_protocol, protocol_differences,
-                              protocol_error, protocol_settings, refused)
+from analysis.compare import (Comparison, candidate_overrides, compare_stored, format_protocol, mark_identical,
+                              protocol_differences, protocol_error, protocol_settings, refused)
 from analysis.load import AnalysisError, ResultsWarning, load_results
 from core.options import parse_key_values
 from core.results import (COMPARE_DIR, ResultsDirError, check_results_dir, check_results_folder, is_done,
@@ -503,17 +503,9 @@ def _compare_archived(candidate: str, baseline: str, suite: str, root: Path, arc
     comparison.protocol = diffs
     comparison.protocol_overridden = bool(refused(diffs)) or bool(stale)
     same = _same_as_archived(results, summary, candidate, baseline, suite, archived_pairs)
-    if same == archived_pairs and wanted == archived_pairs:
-        comparison.verdict = "identical"
-        comparison.seeds_needed = None
-        comparison.reason = (f"the candidate's runs trained on the same episodes as the archive's {baseline} runs on "
-                             f"every environment and seed ({len(same)} run(s): every score and the learning curve "
-                             f"at each of the archive's points, to the last bit): the change never acted at this budget")
-    elif same:
-        comparison.notes.append(f"{len(same)} of the {len(archived_pairs)} paired run(s) trained on the same episodes "
-                                f"as the archive's (the change did not act there): "
-                                + ", ".join(f"{e} seed {s}" for e, s in sorted(same)[:5])
-                                + (" ..." if len(same) > 5 else ""))
+    mark_identical(comparison, list(same), len(archived_pairs), wanted == archived_pairs,
+                   f"the archive's {baseline} runs", "the same training episodes: every score and the learning curve at "
+                   "each of the archive's points, to the last bit")
     comparison.notes.append(f"baseline {baseline}: the archive's runs ({archive}, {len(archived_pairs)} of them)"
                             + (f" and {len(wanted) - len(archived_pairs)} run(s) past the seeds it holds"
                                if wanted - archived_pairs else "")
