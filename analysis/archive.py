@@ -178,7 +178,9 @@ def write_archive(summary: Results, suite: str, path: str | Path) -> Path:
         try:   # where the run was, relative to the results folder (absolute paths mean nothing elsewhere)
             row["path"] = str(folder.relative_to(root))
         except (ValueError, TypeError):
-            pass
+            # a run folded from an archive (its folder is the archive's, never the results folder): its
+            # place in any results layout, not the old archive's path, which the next load would prefix again
+            row["path"] = str(row["run_id"])
         if row["status"] != "done" and ((folder / "checkpoint.pt").is_file() or (folder / CARRIED).is_file()):
             # an unfinished run carries its resume point, so a sweep elsewhere goes on from it (archive=)
             relative = Path(row["run_id"])

@@ -158,6 +158,10 @@ def test_an_archive_and_a_results_folder_merge_into_the_summary_of_one_folder(tm
     # the archive names both folds, oldest first, in one flat line (not one inside the other)
     assert [f["from"] for f in merged.folds] == [str(first.resolve()), str(second.resolve())]
     assert merged.source.count("(") == 1 and all(f["made"] in merged.source for f in merged.folds)
+    # every run's stored place is its place in a results layout, however often it was folded
+    with gzip.open(archive / "runs.jsonl.gz", "rt") as f:
+        stored = [json.loads(line) for line in f]
+    assert stored and all(r["path"] == r["run_id"] for r in stored if r["status"] == "done")
 
 
 def test_a_sweep_skips_what_an_archive_holds_done_and_resumes_what_it_carries(tmp_path, capsys):
