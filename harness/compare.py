@@ -730,23 +730,34 @@ def run_sequential(candidate: str, baseline: str, alpha: float = 0.05, max_seeds
     bootstrap CIs of the last round, for reading."""
     from analysis.sequential import SequentialTest
     out = out or sys.stdout
+    if json_path is not None:   # refused before any round runs, not after the last
+        _check_json_path(Path(json_path))
     round_seeds = min(round_seeds, max_seeds)
     rounds = max_seeds // round_seeds
     test = SequentialTest(n=round_seeds, rounds=rounds, alpha=alpha)
-    print(f"seeds=auto: up to {rounds} round(s) of {round_seeds} seed(s) per side and environment "
-          f"(at most {rounds * round_seeds}); after each, a sequential permutation test at alpha={alpha:g} "
-          f"(AdaStop, Mathieu et al. 2023)", file=out)
+    design = (f"seeds=auto: up to {rounds} round(s) of {round_seeds} seed(s) per side and environment "
+              f"(at most {rounds * round_seeds}); after each, a sequential permutation test at alpha={alpha:g} "
+              f"(AdaStop, Mathieu et al. 2023)")
+    # these lines go out with round 1's first line of plan: input that compare refuses (a missing
+    # archive, the same setting twice) gets its one error line and nothing on stdout
     if plan:
-        print(f"round 1 of {rounds}:", file=out)
-        return run_compare(candidate, baseline, seeds=round_seeds, out=out, plan=True, seeds_exactly=True,
-                           **compare_args)
+        stream = _RoundOutput(out, whole_plan=True, header=[design, f"round 1 of {rounds}:"])
+        try:
+            return run_compare(candidate, baseline, seeds=round_seeds, out=stream, plan=True, seeds_exactly=True,
+                               **compare_args)
+        finally:
+            stream.flush_line()
+            stream.table.seek(0)
+            out.write(stream.table.read())
     comparison, canaries = None, {}
     for k in range(rounds):
         seeds = (k + 1) * round_seeds
-        print(f"round {k + 1} of {rounds}: seeds 0-{seeds - 1} per side", file=out)
+        round_line = f"round {k + 1} of {rounds}: seeds 0-{seeds - 1} per side"
+        if k:
+            print(round_line, file=out)
         # the plan as it is printed, before the runs (round 1 whole, later rounds their X/Y lines); the
         # round's table is held back: only the last round's is shown, with the test's verdict
-        stream = _RoundOutput(out, whole_plan=k == 0)
+        stream = _RoundOutput(out, whole_plan=k == 0, header=None if k else [design, round_line])
         try:
             comparison = run_compare(candidate, baseline, seeds=seeds, out=stream, canaries=canaries, seeds_exactly=True,
                                      **compare_args)
@@ -779,9 +790,9 @@ class _RoundOutput(io.TextIOBase):
     through to ``out`` at once (all of it, or only its ``X =``, ``Y =`` and canary lines), the
     comparison table from its ``compare: X = `` line on is kept in ``table``."""
 
-    def __init__(self, out: TextIO, whole_plan: bool):
+    def __init__(self, out: TextIO, whole_plan: bool, header: list[str] | None = None):
         super().__init__()
-        self.out, self.whole_plan = out, whole_plan
+        self.out, self.whole_plan, self.header = out, whole_plan, list(header or [])
         self.table, self._line = io.StringIO(), ""
 
     def writable(self) -> bool:
@@ -800,6 +811,8 @@ class _RoundOutput(io.TextIOBase):
             self._line = ""
 
     def _route(self, line: str) -> None:
+        while self.header:   # held until compare has something to say: a refusal prints none of it
+            print(self.header.pop(0), file=self.out, flush=True)
         if self.table.tell() or line.startswith("compare: X = "):
             self.table.write(line + "\n")
         elif self.whole_plan or line.lstrip().startswith(("X =", "Y =", "canaries")):

@@ -93,13 +93,19 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(archive, tmp_path, cap
         "alpha without seeds=auto": ([f"archive={archive}", "alpha=0.01"], "go with seeds=auto"),
         "seeds neither a number nor auto": ([f"archive={archive}", "seeds=many"], "seeds=many is not valid"),
     }
+    # the archive's refusals as seeds=auto meets them too: the one line, and nothing of the rounds said
+    cases.update({f"{name}, seeds=auto": ([*words, "seeds=auto"], message) for name, (words, message) in cases.items()
+                  if not any(w.startswith(("seeds=", "alpha=", "max_seeds=")) for w in words)})
     for name, (words, message) in cases.items():
         given = {w.split("=")[0] for w in words}
         base = [w for w in ("candidate=ppo_clip+lr=0.001", "baseline=ppo_clip") if w.split("=")[0] not in given]
-        assert compare(*base, *words, f"results_dir={results}") == 2, name
-        errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
-        assert len(errors) == 1 and message in errors[0], (name, errors)
-        assert not results.exists(), name
+        for plan in ([], ["plan=true"]):
+            assert compare(*base, *words, *plan, f"results_dir={results}") == 2, name
+            said = capsys.readouterr()
+            errors = [line for line in said.err.splitlines() if line.startswith("error:")]
+            assert len(errors) == 1 and message in errors[0], (name, plan, errors)
+            assert said.out == "", (name, plan, said.out)
+            assert not results.exists(), name
     with gzip.open(archive / "runs.jsonl.gz", "rt") as f:   # the archive itself is untouched
         assert sum(1 for _ in f) == 2
 
