@@ -3,7 +3,7 @@
 - ``TABLE1``: the PPO paper's Table 1 (MuJoCo, average normalised score of 11 settings).
 - ``TABLE2``: the PPO paper's Table 2 (Atari, games won under two metrics).
 - ``atari49()``: per-game random / human scores and the paper's A2C, ACER, PPO last-100 scores
-  (``analysis/reference/atari49.csv``, whose header carries the sources).
+  (``suites/data/atari49.csv``, the Atari suite's game list, whose header carries the sources).
 """
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ TABLE2_METRICS = {"all": "average episode reward over all of training",
 
 ATARI_SOURCE = (f"{PAPER}, Appendix B, Table 6 (last-100-episode scores of A2C, ACER, PPO, 3 seeds each); "
                 "random and human scores: DeepMind DQN Zoo dqn_zoo/atari_data.py (Atari-57, no-op starts)")
-ATARI_CSV = Path(__file__).resolve().parent / "reference" / "atari49.csv"
+# one table for the suite and the analysis: the Atari suite's game list (its header carries the sources)
+ATARI_CSV = Path(__file__).resolve().parent.parent / "suites" / "data" / "atari49.csv"
 
 
 @lru_cache(maxsize=1)

@@ -229,7 +229,7 @@ def normalise_random_best(scores: pd.DataFrame, random: dict[str, float],
 
 def human_normalise(scores: pd.DataFrame, table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Adds ``game`` and ``normalised`` = (score - random) / (human - random) from the published table
-    (``analysis/reference/atari49.csv`` unless ``table``); environments that are not one of the 49
+    (``suites/data/atari49.csv`` unless ``table``); environments that are not one of the 49
     games get NaN and are named."""
     table = atari49() if table is None else table
     per_game = table.set_index("game")

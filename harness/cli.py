@@ -26,20 +26,25 @@ USAGE = """usage: ./run_all.sh [key=value ...]
   env=Hopper-v5           environments (default: the scale's list)
   scale=smoke|quick|paper budget preset (default: paper)
   seeds=3 steps=1000000   override the scale's seeds and steps per run
+  eval_every=100000 eval_episodes=10   override the scale's evaluation schedule
+  device=cpu|cuda[:k]|auto  where the networks run (default cpu; auto: CUDA when there is one)
+  task=sort model=small   the LLM suite's words for env= and suite.model=
   jobs=2                  processes in parallel (default: cores; executor=ray: the cluster's CPUs)
   batch_runs=8            runs trained together in one process as one stacked model (seeds and
                           numeric settings of one algorithm and environment; default: up to 16 a
                           process, split as the time estimate says is fastest); 1: one run per process
   threads=1               torch threads per process (default: cores / processes in parallel, so
-                          one each when they fill the machine; executor=ray: 1)
+                          one each when they fill the machine, at most the suite's cap (MuJoCo: 1);
+                          executor=ray: 1; executor=slurm: slurm_cpus_per_task)
   executor=local|ray|slurm  local processes (default), one Ray task per process, or one task of a
                           Slurm job array per process (results_dir on the shared filesystem)
   slurm_partition=gpu slurm_time=4:00:00 slurm_cpus_per_task=1 slurm_gpus_per_task=1 slurm_mem=4G
   slurm_array_parallelism=50 slurm_account=lab slurm_qos=normal slurm_extra='--constraint=v100;--exclusive'
-  slurm_setup='source venv/bin/activate'   executor=slurm's sbatch options (Ctrl-C detaches; the
-                          same command re-attaches)
+  slurm_setup='source venv/bin/activate' slurm_python=python3   executor=slurm's sbatch options and
+                          the tasks' Python (Ctrl-C detaches; the same command re-attaches)
   ray_address=host:port   executor=ray: an existing cluster (or auto); default a local Ray
   ray_shared=true         executor=ray: results_dir is on storage every worker sees
+  ray_num_gpus=0.25       executor=ray with device=cuda: the GPU share of each task
   checkpoint_every=20     updates between checkpoints (a killed run resumes from the last)
   results_dir=results     where results go
   archive=DIR             a compact archive made elsewhere (report save_archive=DIR): its done runs

@@ -75,7 +75,8 @@ USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [re
   Exit 2: bad input, or a setting differs that X does not ask for (allow_protocol_diff=true
   compares anyway, and says so). plan=true prints the plan (each side's runs: done, resuming from
   step N, or new; the time estimate), checks the input as compare does, and exits 0 without running,
-  comparing or writing anything.
+  comparing or writing anything (with archive=, the baseline's canaries still run, in a temporary
+  folder, so that the plan says whether the archive would be refused).
 
   archive=DIR takes the baseline's runs from an archive (e.g. docs/paper_mujoco/archive, the paper's
   protocol): its done runs of Y fix the protocol (environments, seeds, budget, evaluations; env= and
@@ -436,7 +437,7 @@ def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path,
                             + (f" (and {len(stale) - 1} more)" if len(stale) > 1 else "")
                             + "; rerun the baseline, or allow_protocol_diff=true to compare anyway")
     if plan:
-        print("plan=true: nothing was run or written (without it, compare "
+        print("plan=true: nothing else was run or written (without it, compare "
               + (f"runs the {len(todo)} missing run(s), then compares" if todo else "compares now") + ")", file=out)
         return None
     if todo:
@@ -575,7 +576,7 @@ def write_verdict_json(path: Path, c: Comparison, alpha: float | None, archive: 
         "test": ("group-sequential permutation test (AdaStop, Mathieu et al. 2023), two-sided, stratified by "
                  "environment" if test is not None else
                  "stratified bootstrap of P(X > Y) (rliable), 95% CI; better/worse when the CI excludes 0.5"),
-        "alpha": alpha, "seeds": {"candidate": c.seeds, "baseline": c.seeds},
+        "alpha": alpha, "seeds": {"candidate": _seeds_used(c, c.candidate), "baseline": _seeds_used(c, c.baseline)},
         "rounds": None if test is None else [{"statistic": s, "boundary": b}
                                              for s, b in zip(test.statistics, test.boundaries)],
         "seeds_needed": c.seeds_needed,
@@ -589,6 +590,16 @@ def write_verdict_json(path: Path, c: Comparison, alpha: float | None, archive: 
         "notes": list(c.notes),
     }
     atomic_write_text(path, json.dumps(doc, indent=1, default=float) + "\n")
+
+
+def _seeds_used(c: Comparison, label: str) -> int:
+    """The seeds of ``label`` the comparison used on every one of its environments (the sides may
+    differ: a baseline with more stored seeds than the candidate's)."""
+    if c.scores is None or not len(c.scores):
+        return c.seeds
+    mine = c.scores[c.scores["label"] == label]
+    per_env = [set(group["seed"]) for _, group in mine.groupby("env")]
+    return len(set.intersection(*per_env)) if per_env else 0
 
 
 def compare_home(root: Path, config: dict) -> Path:
@@ -694,7 +705,7 @@ def _processes(todo: list[RunConfig], jobs: int | None, threads: int | None) -> 
     torch threads; and the jobs to run them on."""
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
     units = plan_batches(todo, None, jobs)
-    per_run = threads_per_run(SweepConfig(jobs=jobs, threads=threads), len(units))
+    per_run = threads_per_run(SweepConfig(suite=todo[0].suite, jobs=jobs, threads=threads), len(units))
     return [[dataclasses.replace(r, threads=per_run) for r in unit] for unit in units], jobs
 
 
@@ -725,9 +736,10 @@ def run_sequential(candidate: str, baseline: str, alpha: float = 0.05, max_seeds
     runs the archive or the results folder hold count), each round's missing runs made as compare
     makes them, then the group-sequential permutation test (``analysis.sequential``) on every
     environment's scores of the seeds so far. Stops at its first decision; ``inconclusive`` after
-    ``max_seeds`` seeds. The verdict is taken on all environments together (each environment a
-    stratum, scaled by the pooled spread of its first round); the per-environment rows are the
-    bootstrap CIs of the last round, for reading."""
+    ``max_seeds // round_seeds`` rounds (``max_seeds`` rounded down to whole rounds). The verdict is
+    taken on all environments together (each environment a stratum, scaled by the pooled spread of
+    its first round); the per-environment rows are the last round's intervals (Welch's for X - Y,
+    the bootstrap's for P(X > Y)), for reading."""
     from analysis.sequential import SequentialTest
     out = out or sys.stdout
     if json_path is not None:   # refused before any round runs, not after the last
@@ -846,4 +858,4 @@ def _sequential_verdict(c: Comparison, test, alpha: float, round_seeds: int) -> 
         c.reason = (f"no difference detected in {test.rounds} round(s), {seeds} seed(s) per side "
                     f"(|S| = {abs(stat):.3f}, last boundary {bound:.3f}); more seeds (max_seeds=) may settle it")
     c.notes.append("verdict: the sequential test on all environments together (each scaled by its first "
-                   "round's pooled spread); the rows above are the last round's bootstrap CIs, for reading")
+                   "round's pooled spread); the rows above are the last round's intervals, for reading")

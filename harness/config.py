@@ -47,7 +47,7 @@ class SweepConfig:
     checkpoint_every: int = 20            # updates between checkpoints (resume point of a killed run)
     report: bool = True                   # render results_dir/reports/<suite>/ at the end of the sweep
     plan: bool = False                    # print the plan (each process's runs: done, in the archive, resuming from step N, new; the time estimate) and exit 0, running and writing nothing
-    executor: str = "local"               # local (processes on this machine) | ray (one Ray task per run)
+    executor: str = "local"               # local (processes on this machine) | ray | slurm: one task per process (a run or a stack)
     ray_address: str | None = None        # executor=ray: the cluster (host:port, or auto); default a local Ray instance
     ray_shared: bool = False              # executor=ray: results_dir is on a filesystem every worker sees; write there directly
     ray_num_gpus: float = 0.25            # executor=ray, device=cuda: GPUs per run (a fraction: small runs share a GPU)

@@ -227,3 +227,28 @@ def test_seeds_auto_decides_and_exits_with_the_sequential_verdict(monkeypatch, c
     assert result.verdict == verdict and result.exit_code == code
     assert calls == [3 * (k + 1) for k in range(len(calls))] and len(calls) < 5   # decided before the cap
     assert f"sequential verdict: {verdict}" in capsys.readouterr().out
+
+
+def test_the_json_counts_each_sides_seeds(tmp_path):
+    """A baseline with more seeds than the candidate's: each side's count, not the smaller one twice."""
+    import pandas as pd
+    from analysis.compare import Comparison
+    from harness.compare import write_verdict_json
+    scores = pd.DataFrame([{"env": env, "label": label, "seed": seed, "score": 1.0}
+                           for env in ("A", "B") for label, n in (("x", 2), ("y", 3)) for seed in range(n)]
+                          + [{"env": "A", "label": "x", "seed": 7, "score": 1.0}])   # on one environment only
+    c = Comparison(candidate="x", baseline="y", suite="mujoco", steps=10, envs=[], aggregate_diff=None,
+                   aggregate_mean_x=None, aggregate_mean_y=None, poi=(0.5, 0.4, 0.6), seeds=2,
+                   verdict="inconclusive", reason="", seeds_needed=None, scores=scores)
+    write_verdict_json(tmp_path / "v.json", c, alpha=None)
+    assert json.loads((tmp_path / "v.json").read_text())["seeds"] == {"candidate": 2, "baseline": 3}
+
+
+def test_compare_gives_a_process_the_threads_a_sweep_gives_it():
+    """compare's processes on a suite without MuJoCo's one-thread cap get the sweep's share of the cores."""
+    from harness.compare import _processes, plan_label
+    from harness.config import SweepConfig, threads_per_run
+    for suite, env in (("llm_toy", "sort"), ("mujoco", ENV)):
+        todo = plan_label("grpo", {"suite": suite, "env": env, "seeds": "1", "steps": "128", "results_dir": "unused"})
+        units, jobs = _processes(todo, jobs=1, threads=None)
+        assert units[0][0].threads == threads_per_run(SweepConfig(suite=suite, jobs=1), 1), suite
