@@ -72,12 +72,6 @@ def aggregate_estimates(score_dict: dict[str, np.ndarray], reps: int = DEFAULT_R
     return out
 
 
-def mean_estimate(scores: np.ndarray, reps: int = DEFAULT_REPS, seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
-    """Mean over runs and tasks (rliable's ``aggregate_mean``) with its CI: (point, low, high)."""
-    point, ci = interval_estimate(scores, rlm.aggregate_mean, reps, seed)
-    return float(point[0]), float(ci[0, 0]), float(ci[1, 0])
-
-
 def task_means(scores: np.ndarray, reps: int = DEFAULT_REPS, seed: int = BOOTSTRAP_SEED) -> tuple[np.ndarray, np.ndarray]:
     """Per-task mean over runs and its CI (the stratified bootstrap resamples runs within each task)."""
     point, ci = interval_estimate(scores, lambda s: np.mean(s, axis=0), reps, seed)
@@ -98,14 +92,6 @@ def poi_estimate(scores_x: np.ndarray, scores_y: np.ndarray, reps: int = DEFAULT
                  seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
     """P(X > Y) with its CI (X and Y resampled independently, stratified by task)."""
     point, ci = interval_estimate([scores_x, scores_y], probability_of_improvement, reps, seed)
-    return float(point[0]), float(ci[0, 0]), float(ci[1, 0])
-
-
-def difference_estimate(scores_x: np.ndarray, scores_y: np.ndarray, reps: int = DEFAULT_REPS,
-                        seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
-    """mean(X) - mean(Y) (means over runs and tasks) with its CI; same resampling as ``poi_estimate``."""
-    point, ci = interval_estimate([scores_x, scores_y], lambda x, y: np.mean(np.mean(x, 0)) - np.mean(np.mean(y, 0)),
-                                  reps, seed)
     return float(point[0]), float(ci[0, 0]), float(ci[1, 0])
 
 
@@ -207,12 +193,45 @@ def stratified_bootstrap_means(scores: np.ndarray, reps: int, rng: np.random.Gen
     return task_means.mean(axis=1)
 
 
+def satterthwaite_df(matrices: list[np.ndarray]) -> float:
+    """The Welch-Satterthwaite degrees of freedom of the variance of a sum (or difference) of
+    stratified means, each ``[runs, tasks]`` matrix a mean over its tasks of the mean over its runs:
+    the variance's terms are each task's ``s2 / runs / tasks^2``, each with ``runs - 1`` degrees of
+    freedom; df = (sum of terms)^2 / sum(term^2 / its df). Equal spreads everywhere give the sum of
+    the terms' degrees of freedom (tasks x (runs - 1) for one matrix); unequal ones fewer. Infinite
+    where nothing spreads (the interval is the point) or a matrix has one run."""
+    terms, dfs = [], []
+    for m in matrices:
+        m = np.asarray(m, dtype=float)
+        if m.shape[0] < 2:
+            return math.inf
+        terms.append(m.var(axis=0, ddof=1) / m.shape[0] / m.shape[1] ** 2)
+        dfs.append(np.full(m.shape[1], m.shape[0] - 1.0))
+    t, d = np.concatenate(terms), np.concatenate(dfs)
+    if not np.any(t > 0):
+        return math.inf
+    return float(t.sum() ** 2 / np.sum(t ** 2 / d))
+
+
+def small_sample_interval(scores: np.ndarray, reps: int, rng: np.random.Generator,
+                          confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """The mean over runs x tasks of ``scores`` [runs, tasks] with an interval that keeps its level
+    at a few runs a task: the expanded stratified bootstrap (``stratified_bootstrap_means(expand=True)``)
+    read at the t-adjusted level for the Welch-Satterthwaite degrees of freedom
+    (``t_adjusted_confidence``, ``satterthwaite_df``). rliable's plain percentile interval is a
+    third too narrow in variance at 3 seeds and takes the normal quantile. (point, low, high)."""
+    scores = np.asarray(scores, dtype=float)
+    draws = stratified_bootstrap_means(scores, reps, rng, expand=True)
+    low, high = percentile_interval(draws, t_adjusted_confidence(confidence, satterthwaite_df([scores])))
+    return float(scores.mean()), low, high
+
+
 def t_adjusted_confidence(confidence: float, df: float) -> float:
     """The normal-theory level whose quantile is Student's t quantile of ``confidence`` at ``df``
     degrees of freedom: 2 Phi(t_{(1+c)/2, df}) - 1. A percentile interval of expanded bootstrap
     draws (``stratified_bootstrap_means(expand=True)``: the variance corrected, the shape still
     normal) taken at this level has the t interval's width (Hesterberg's expanded percentile
-    interval). With few seeds it matters: 7 environments x 3 seeds (df 14) turn 95% into 96.8%;
+    interval). With few seeds it matters: 7 environments x 3 seeds (df 14 at most) turn 95% into 96.8%;
     the normal quantile alone lets a 95% rule err about 7% of the time. ``df`` infinite or NaN:
     ``confidence`` itself."""
     if not math.isfinite(df) or df <= 0:
@@ -270,11 +289,8 @@ def stratified_welch_interval(x: np.ndarray, y: np.ndarray, confidence: float = 
     diff = float(x.mean(axis=0).mean() - y.mean(axis=0).mean())
     if x.shape[0] < 2 or y.shape[0] < 2:
         return diff, float("nan"), float("nan")
-    terms = np.concatenate([x.var(axis=0, ddof=1) / x.shape[0], y.var(axis=0, ddof=1) / y.shape[0]]) / tasks ** 2
-    dfs = np.concatenate([np.full(tasks, x.shape[0] - 1.0), np.full(tasks, y.shape[0] - 1.0)])
-    var = float(terms.sum())
+    var = float((x.var(axis=0, ddof=1) / x.shape[0]).sum() + (y.var(axis=0, ddof=1) / y.shape[0]).sum()) / tasks ** 2
     if var == 0.0:
         return diff, diff, diff
-    df = var ** 2 / float(np.sum(terms ** 2 / dfs))
-    half = float(student_t.ppf(0.5 + confidence / 2.0, df)) * math.sqrt(var)
+    half = float(student_t.ppf(0.5 + confidence / 2.0, satterthwaite_df([x, y]))) * math.sqrt(var)
     return diff, diff - half, diff + half

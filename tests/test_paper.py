@@ -125,9 +125,14 @@ def test_table1_means_cis_and_paper_column():
         assert r.low <= r.mean <= r.high and r.runs == 3 * len(ENVS) and r.seeds == 3
         assert r.paper == dict((x.name, x.paper) for x in TABLE1)[r.setting]
         assert r.paper_in_ci == (r.low <= r.paper <= r.high)
-        # the CI is analysis.stats.mean_estimate's (rliable, fixed seed) on the seeds x envs matrix
+        # the CI is stats.small_sample_interval's on the seeds x envs matrix, from the verdicts' draws
         matrix = normed[normed["label"] == r.label].pivot(index="seed", columns="env", values="normalised")
-        assert (r.mean, r.low, r.high) == pytest.approx(stats.mean_estimate(matrix[ENVS].to_numpy(), REPS))
+        rng = stats.label_rng(stats.BOOTSTRAP_SEED, "table1", r.setting)
+        assert (r.mean, r.low, r.high) == pytest.approx(stats.small_sample_interval(matrix[ENVS].to_numpy(), REPS, rng))
+    # no clipping's CI is the interval its "below the random policy" verdict takes
+    v = paper.table1_verdicts(scores, RANDOM, T1_LABELS, reps=REPS).set_index("key").loc["noclip_below_random"]
+    noclip = t.set_index("setting").loc[paper.NO_CLIP]
+    assert (v["low"], v["high"]) == pytest.approx((noclip["low"], noclip["high"]))
     assert t.loc[t["setting"] == paper.CLIP_02, "rank"].item() == 1
     assert t.loc[t["setting"] == paper.NO_CLIP, "rank"].item() == 11
 
