@@ -6,7 +6,7 @@
 # 3. the seven algorithms (the main job), 4. ppo_clip and the no-clipping setting with the
 # constant schedule of the code released with the paper (baselines da99706), to measure what
 # the annealing changes (the paper's worst setting, -0.39, is where instability shows),
-# 5. the archive and the report under docs/paper_mujoco/. Runs done by an earlier step are not
+# 5. the archive (with its canaries, for compare archive=) and the report under docs/paper_mujoco/. Runs done by an earlier step are not
 # run again; each sweep records its wall time (bench/sweep_wall_time.py <its arguments>).
 #
 # The whole is longer than a machine lives here (hours; results/ does not survive a session), so it
@@ -26,3 +26,4 @@ sweep
 sweep algo=ppo_clip algo.lr_anneal=false algo.clip_anneal=false
 sweep algo=ppo_kl algo.adaptive=false algo.kl_coef=0.0 algo.lr_anneal=false algo.clip_anneal=false
 ./run_all.sh report archive="$archive" results_dir="$out" save_archive="$archive" out_dir=docs/paper_mujoco
+.venv/bin/python scripts/write_canaries.py "$archive"
