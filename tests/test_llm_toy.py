@@ -20,7 +20,8 @@ from algos.losses import AGGREGATION_MODES, aggregate, clipped_surrogate  # noqa
 from harness.config import ConfigError, parse_sweep, plan_runs, split_args  # noqa: E402
 from suites.llm_toy import LLMToyConfig, LLMToySuite, evaluate  # noqa: E402
 from suites.llm_toy.collect import AdaptiveKLController, apply_missing_eos, per_token_rewards  # noqa: E402
-from suites.llm_toy.models import bradley_terry_loss, generate  # noqa: E402
+from suites.llm_toy.models import (LMAgent, attention_inputs, bradley_terry_loss, generate,  # noqa: E402
+                                   trim_left_padding)
 from suites.llm_toy.tasks import CharTokenizer, KeywordsTask, SortTask  # noqa: E402
 
 ALL = ("reinforce", "trpo", "ppo_clip", "ppo_kl", "grpo", "rloo", "dapo")
@@ -180,6 +181,45 @@ def test_generation_logp_equals_the_training_pass(sort_env):
     assert float((logp_train - rollout.logp_gen).abs().max()) < 1e-5
     # padding is not an action: log-probability exactly 0 there
     assert torch.equal(logp_train[rollout.mask == 0], torch.zeros(int((rollout.mask == 0).sum())))
+
+
+def test_trim_left_padding_drops_the_columns_every_row_pads():
+    pad = 0
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        P, N = int(rng.integers(1, 9)), int(rng.integers(1, 6))
+        rows = torch.from_numpy(rng.integers(1, 5, (N, P + 3)))
+        pads = rng.integers(0, P, N)                       # every prompt keeps at least its BOS
+        for i, k in enumerate(pads):
+            rows[i, :k] = pad
+        first = 0                                          # the loop: columns PAD in every row
+        while first < P and all(int(rows[i, first]) == pad for i in range(N)):
+            first += 1
+        trimmed, P_left = trim_left_padding(rows, P, pad)
+        assert first == int(pads.min()) and P_left == P - first and torch.equal(trimmed, rows[:, first:])
+
+
+def test_common_left_padding_changes_no_log_probability(sort_env):
+    """Rows padded further on the left (a task whose longest prompt is longer, like add's
+    generalisation set) give the log-probabilities of the rows without that padding, exactly,
+    and those of the untrimmed forward pass to float rounding."""
+    agent = sort_env.new_agent()
+    rollout = sort_env.rollout(agent, sort_env.task.prompts(np.random.default_rng(1), 32, "train"),
+                               torch.Generator().manual_seed(1))
+    P, pad, eos = agent.prompt_len, agent.pad_id, agent.eos_id
+    R, N, L = rollout.obs.shape
+    wide_obs = torch.cat([torch.full((R, N, 3), pad, dtype=rollout.obs.dtype), rollout.obs], -1)
+    wide = LMAgent(agent.policy, None, P + 3, pad, eos, bf16=False)
+    with torch.no_grad():
+        logp = agent.dist(rollout.obs).log_prob(rollout.actions)
+        logp_wide = wide.dist(wide_obs).log_prob(rollout.actions)
+        seq = wide_obs[0, :, : P + 3 + R]                 # the reference: every column through the model
+        attn, positions, valid = attention_inputs(seq, P + 3, pad, eos)
+        logits = agent.policy(input_ids=seq, attention_mask=attn, position_ids=positions).logits
+        reference = torch.log_softmax(logits[:, P + 2: P + 2 + R].float(), -1).gather(
+            -1, rollout.actions.T.unsqueeze(-1)).squeeze(-1).T * valid.T
+    assert torch.equal(logp_wide, logp)
+    assert float((logp_wide - reference).abs().max()) < 1e-5
 
 
 @pytest.mark.parametrize("name", ["ppo_clip", "grpo", "rloo"])

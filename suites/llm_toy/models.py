@@ -120,6 +120,19 @@ def attention_inputs(seq: Tensor, prompt_len: int, pad_id: int, eos_id: int) -> 
     return attn.long(), positions, resp_valid
 
 
+def trim_left_padding(seq: Tensor, prompt_len: int, pad_id: int) -> tuple[Tensor, int]:
+    """Token rows without the leading columns that are PAD in every row, and the prompt length
+    that remains: prompts are left-padded to the task's longest prompt (``P``, which the
+    generalisation set sets, e.g. ``add``'s a digit longer than training), and a batch whose
+    prompts are all shorter would run attention over columns every row masks. Positions and
+    masks come from the remaining tokens as before, so every result is the same up to floating
+    point (a masked key adds an exact 0 to the softmax); TRL likewise pads to the batch's longest
+    prompt. A row's BOS is never PAD, so at least one column of the prompt remains."""
+    holds_token = (seq[:, :prompt_len] != pad_id).any(0)
+    first = int(holds_token.to(torch.int8).argmax()) if prompt_len else 0
+    return (seq[:, first:], prompt_len - first) if first else (seq, prompt_len)
+
+
 class SequenceCategorical(Categorical):
     """Next-token distributions at the response positions, ``[R, N]`` batch shape.
 
@@ -168,24 +181,25 @@ class LMAgent(nn.Module):
     def device(self) -> torch.device:
         return next(self.policy.parameters()).device
 
-    def _rows(self, obs: Tensor) -> tuple[Tensor, int]:
+    def _rows(self, obs: Tensor) -> tuple[Tensor, int, int]:
+        """The token rows of ``obs`` (prompt + the first ``steps`` response tokens), their prompt
+        length ``P`` after trimming the batch's common left padding, and ``steps``."""
         steps = obs.shape[0]
-        return obs[0, :, : self.prompt_len + steps].to(self.device), steps
+        seq, P = trim_left_padding(obs[0, :, : self.prompt_len + steps].to(self.device), self.prompt_len, self.pad_id)
+        return seq, P, steps
 
     def dist(self, obs: Tensor) -> SequenceCategorical:
-        seq, steps = self._rows(obs)
-        attn, positions, valid = attention_inputs(seq, self.prompt_len, self.pad_id, self.eos_id)
+        seq, P, steps = self._rows(obs)
+        attn, positions, valid = attention_inputs(seq, P, self.pad_id, self.eos_id)
         with autocast_for(self.policy, self.bf16):
             logits = self.policy(input_ids=seq, attention_mask=attn, position_ids=positions, use_cache=False).logits
-        P = self.prompt_len
         logits = logits[:, P - 1: P + steps - 1].float().transpose(0, 1)   # [R, N, V]: position P-1+t predicts token t
         return SequenceCategorical(logits, valid.transpose(0, 1))
 
     def value(self, obs: Tensor) -> Tensor:
-        seq, steps = self._rows(obs)
-        attn, positions, _ = attention_inputs(seq, self.prompt_len, self.pad_id, self.eos_id)
+        seq, P, steps = self._rows(obs)
+        attn, positions, _ = attention_inputs(seq, P, self.pad_id, self.eos_id)
         values = scalar_outputs(self.value_model, seq, attn, positions, self.bf16)   # [N, P + R]
-        P = self.prompt_len
         return values[:, P - 1: P + steps - 1].transpose(0, 1)
 
     def policy_parameters(self) -> list[nn.Parameter]:
@@ -236,9 +250,9 @@ class RewardModel(nn.Module):
 
     def raw(self, seq: Tensor) -> Tensor:
         """Unnormalised scores ``[N]`` of token rows ``seq [N, P + R]``."""
-        seq = seq.to(self.shift.device)
-        attn, positions, valid = attention_inputs(seq, self.prompt_len, self.pad_id, self.eos_id)
-        last = self.prompt_len + valid.sum(-1) - 1
+        seq, P = trim_left_padding(seq.to(self.shift.device), self.prompt_len, self.pad_id)
+        attn, positions, valid = attention_inputs(seq, P, self.pad_id, self.eos_id)
+        last = P + valid.sum(-1) - 1
         values = scalar_outputs(self.model, seq, attn, positions, self.bf16)
         return values.gather(1, last.unsqueeze(1)).squeeze(1)
 
@@ -265,7 +279,7 @@ def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int
     ``softmax(logits)``, reproducible from the generator's state.
     """
     device = next(model.parameters()).device
-    prompts = prompts.to(device)
+    prompts, _ = trim_left_padding(prompts.to(device), prompts.shape[1], pad_id)
     N = prompts.shape[0]
     cache_kw = _cache_kwarg(type(model))
     extra = {"logits_to_keep": 1} if _accepts(type(model), "logits_to_keep") else {}

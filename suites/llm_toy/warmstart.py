@@ -27,8 +27,9 @@ from suites.llm_toy.models import (RewardModel, attention_inputs, bradley_terry_
                                    build_scalar_model, copy_backbone, generate)
 
 # 2: keyed by the device, the package versions and the preset's architecture; trained on one
-# thread; responses with a special token inside no longer score as their text without it
-CACHE_VERSION = 2
+# thread; responses with a special token inside no longer score as their text without it.
+# 3: generation and the reward model drop a batch's common left padding (models.trim_left_padding)
+CACHE_VERSION = 3
 # A special token sampled inside a response (PAD, BOS) reads as this character, which no task's
 # alphabet has: such a response is never an exact match, and its length counts the token
 # (a tokenizer's decode drops special tokens: "12<pad>34" would read "1234").
