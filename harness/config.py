@@ -464,7 +464,10 @@ ESTIMATED_SPS = {"mujoco": 1900, "atari": 150,   # atari, one thread: ppo ~560 (
 # num_groups x group_size episodes. MuJoCo: the main job's 56 group runs at 1M steps, jobs=2, made
 # ~10.4k steps/s per process (44.1 min, 2026-12-04, docs/paper_mujoco; 1900 planned them 5.5x too
 # long). Per environment it ranges from ~3.5k to ~30k (more updates where episodes are short).
-ESTIMATED_GROUP_SPS = {"mujoco": 10000, "atari": 170}
+# llm_toy: completions per second of a group run at scale=quick, jobs=2 (2026-12-07, the LLM archive's
+# grpo, rloo and dapo runs: 55-76 s for 40,960 completions, ~600-750/s; ESTIMATED_SPS' 100 planned
+# them 6x too long).
+ESTIMATED_GROUP_SPS = {"mujoco": 10000, "atari": 170, "llm_toy": 600}
 # A stack of K runs (the batched engine) steps K / (1 + (K - 1) * c) times as fast as a lone run:
 # each further run costs about c of a lone run's time (one process, Hopper: 8 runs 2.9x, 16 runs
 # 3.5x a lone run; docs/BENCHMARKS.md, "Many runs, one process").
