@@ -414,3 +414,22 @@ def evaluate(agent, env, episodes: int, seed: int) -> list[float]:
             done = terminated or truncated
         returns.append(total)
     return returns
+
+
+def evaluate_rows(agent, env, episodes: int, seed: int) -> list[float]:
+    """``evaluate``'s returns, bit for bit, with the ``episodes`` episodes stepped side by side as
+    the rows of one vectorised environment: ``env.reset(seed)`` seeds row i ``seed + i`` (as
+    ``evaluate`` seeds episode i), ``env.step_rows(ids, actions)`` steps the episodes still
+    running (``suites.mujoco_vec.MujocoVecEnv``). Each row's action is the one ``evaluate`` computes
+    for that observation alone (``agent.act_rowwise``: a batch of rows may take another BLAS kernel
+    than one row, and differ in the last bits), and each return is summed step by step in the
+    same order, in float64."""
+    obs = np.asarray(env.reset(seed=seed))
+    returns = np.zeros(episodes)
+    running = np.arange(episodes)
+    while running.size:
+        step = env.step_rows(running, agent.env_action(agent.act_rowwise(obs[running])))
+        returns[running] += step.rewards
+        obs[running] = step.obs
+        running = running[~(step.terminated | step.truncated)]
+    return returns.tolist()

@@ -159,10 +159,16 @@ class Suite(ABC):
         """One evaluation: ``eval_return_mean``, ``eval_return_std``, ``eval_episodes`` and any
         further columns of ``evals.csv`` the suite reports."""
         import numpy as np
-        from core.rollout import evaluate
-        returns = evaluate(agent, env, episodes, seed)
+        returns = self.evaluation_returns(agent, env, episodes, seed)
         return {"eval_return_mean": float(np.mean(returns)), "eval_return_std": float(np.std(returns)),
                 "eval_episodes": len(returns)}
+
+    def evaluation_returns(self, agent, env, episodes: int, seed: int) -> list[float]:
+        """The returns of ``episodes`` deterministic episodes on ``env``, episode i seeded
+        ``seed + i`` (``core.rollout.evaluate``); a suite may step them side by side, with the same
+        numbers."""
+        from core.rollout import evaluate
+        return evaluate(agent, env, episodes, seed)
 
 
 # ---------------------------------------------------------------------------------------

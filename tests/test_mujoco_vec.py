@@ -220,3 +220,51 @@ def test_a_training_run_is_the_same_on_either_engine(tmp_path, monkeypatch):
     with_gymnasium = run(tmp_path / "gymnasium")
     assert asked                         # the patch was in force
     assert with_native == with_gymnasium and len(with_native) == 9
+
+
+def _agent_with_spread(env_id, seed, activation="tanh"):
+    """A random agent whose deterministic policy acts strongly and differs between episodes (its
+    output layer scaled up, its observation statistics far from (0, 1)): episodes of different
+    lengths, terminations, and actions past the bounds (clipped by ``env_action``)."""
+    import torch
+
+    from suites.mujoco import MLPAgent, MujocoConfig
+    env = gym.make(env_id, disable_env_checker=True)
+    torch.manual_seed(seed)
+    agent = MLPAgent(env.observation_space, env.action_space, MujocoConfig(activation=activation))
+    with torch.no_grad():
+        agent.policy_net[-1].weight.mul_(100.0)
+        agent.obs_norm.update(torch.randn(64, env.observation_space.shape[0]) * 3 + 1)
+    return env, agent
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_act_rowwise_is_act_row_by_row(activation):
+    """``act_rowwise`` gives each row the bits of ``act`` on that row alone, on random inputs of 1 to
+    40 rows; the plain product of many rows is another BLAS kernel and would not (checked here on
+    the same inputs, so the test shows the difference it guards against where there is one)."""
+    rng = np.random.default_rng(0)
+    for env_id in ("HalfCheetah-v5", "Hopper-v5", "Reacher-v5"):
+        _, agent = _agent_with_spread(env_id, 1, activation)
+        for n in (1, 2, 7, 10, 40):
+            obs = rng.standard_normal((n, agent.obs_norm.mean.shape[0])) * 4
+            alone = np.concatenate([agent.act(obs[j:j + 1], rng, deterministic=True) for j in range(n)])
+            got = agent.act_rowwise(obs)
+            assert got.dtype == alone.dtype and np.array_equal(got, alone), (env_id, n)
+
+
+@pytest.mark.parametrize("env_id", SUPPORTED_ENVS)
+def test_evaluation_side_by_side_is_one_after_another(env_id):
+    """The suite's evaluation (the episodes as rows of one MujocoVecEnv) returns, bit for bit, the
+    returns of ``core.rollout.evaluate`` on a gymnasium environment, one episode after another,
+    episode i seeded seed + i; episodes of different lengths included."""
+    from core.rollout import evaluate
+    from suites.mujoco import MujocoConfig, MujocoSuite
+    env, agent = _agent_with_spread(env_id, 3)
+    suite = MujocoSuite()
+    ref = evaluate(agent, env, 4, seed=17)
+    got = suite.evaluation_returns(agent, suite.make_env(env_id, MujocoConfig(), train=False), 4, seed=17)
+    assert got == ref
+    assert len(set(ref)) > 1    # the episodes differ (other seeds): the rows are not one episode repeated
+    row = suite.evaluate(agent, env, 4, seed=17)
+    assert row["eval_return_mean"] == float(np.mean(ref)) and row["eval_episodes"] == 4
