@@ -464,7 +464,8 @@ class MujocoSuite(Suite):
     def evaluation_returns(self, agent, env, episodes: int, seed: int) -> list[float]:
         """The paper's seven: the episodes stepped side by side as the rows of one ``MujocoVecEnv``
         (``core.rollout.evaluate_rows``: the returns of ``evaluate``, one episode after another on
-        ``env``, bit for bit; tests/test_mujoco_vec.py), ~1.5x faster on HalfCheetah. Any other
+        ``env``, bit for bit; tests/test_mujoco_vec.py), 2.2x faster on HalfCheetah
+        (``bench/eval_side_by_side.py``). Any other
         environment or agent: one episode after another."""
         from core.rollout import evaluate_rows
         from suites.mujoco_vec import SUPPORTED_ENVS
