@@ -9,8 +9,8 @@ same protocol (``docs/llm_toy/archive``). For every pair and task this runs
     ./run_all.sh compare candidate=<variant> baseline=<parent> suite=llm_toy archive=ARCHIVE env=<task>
         seeds=<seeds> results_dir=RESULTS_DIR json=RESULTS_DIR/verdicts/<variant>__<task>.json
 
-which takes a built-in parent's runs from the archive (its canaries rerun first; without ``archive=``
-where the parent is itself a variant, whose runs are in RESULTS_DIR) and the variant's from
+which takes a built-in parent's runs from the archive (its canaries rerun first; ``scale=<--scale>``
+instead of ``archive=`` where the parent is itself a variant, whose runs are in RESULTS_DIR) and the variant's from
 RESULTS_DIR, so nothing trains here when the sweeps are done. Then one markdown table per task:
 held-out score (sampled, temperature 1, at the end) with its 95% CI, the difference to the parent
 with its CI, compare's verdict and test, and at the end of training (mean over the last quarter of
@@ -49,11 +49,15 @@ PAIRS = (
 DYNAMICS = ("entropy", "response_length", "clip_fraction", "kl_ref")
 
 
-def compare(variant: str, parent: str, task: str, results: Path, archive: Path, seeds: int) -> dict:
+def compare(variant: str, parent: str, task: str, results: Path, archive: Path, seeds: int, scale: str) -> dict:
     out = results / "verdicts" / f"{variant}__{task}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     # a built-in parent's runs come from the archive; a variant parent's (reinforce_pp, gspo) from RESULTS_DIR
     source = [f"archive={archive}"] if parent in algos.builtin_names() else []
+    # Without an archive, scale= names the sweeps' protocol: with env= alone compare plans both sides at
+    # the paper scale, and a variant parent's runs would be trained again at 4x the budget. With one,
+    # the protocol is the archive's (compare refuses scale= there).
+    source = source or [f"scale={scale}"]
     cmd = [str(ROOT / "run_all.sh"), "compare", f"candidate={variant}", f"baseline={parent}", "suite=llm_toy",
            *source, f"env={task}", f"seeds={seeds}", f"results_dir={results}", f"json={out}"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -98,6 +102,7 @@ def main() -> None:
     ap.add_argument("results_dir", type=Path)
     ap.add_argument("archive", type=Path)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--scale", default="quick", help="the sweeps' scale (bench/llm_variants.sh: %(default)s)")
     ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated (default: %(default)s)")
     ap.add_argument("--variants", default=None, help="comma-separated variant labels (default: every pair)")
     ap.add_argument("--out", type=Path, default=None, help="also write the tables to this markdown file")
@@ -116,7 +121,7 @@ def main() -> None:
                   "entropy | length | clipped | KL to ref | wall per run (min), variant / parent |",
                   "|---|---|---:|---:|---:|---:|:---:|---:|---:|---:|---:|---:|"]
         for variant, parent, what in pairs:
-            v = compare(variant, parent, task, args.results_dir, args.archive, args.seeds)
+            v = compare(variant, parent, task, args.results_dir, args.archive, args.seeds, args.scale)
             (env,) = [e for e in v["environments"] if e["env"] == task]
             key = (variant, task)
             lines.append(
