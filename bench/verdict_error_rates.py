@@ -1,7 +1,8 @@
 """How often is compare's verdict wrong, and how many seeds does it spend? (issue "A verdict in minutes")
 
     .venv/bin/python bench/verdict_error_rates.py --pool DIR [--save docs/verdict_study/pool_scores.csv]
-    .venv/bin/python bench/verdict_error_rates.py --scores docs/verdict_study/pool_scores.csv [--markdown]
+    .venv/bin/python bench/verdict_error_rates.py --scores docs/verdict_study/pool_scores.csv \
+        [--round-seeds 3] [--max-seeds 15] [--synthetic-envs 2]
 
 Two sources of comparisons, each run through the exact decision rules ``compare`` applies:
 
@@ -19,7 +20,8 @@ Two sources of comparisons, each run through the exact decision rules ``compare`
 Rules measured:
 
 - ``seeds=auto``: ``analysis.sequential.SequentialTest`` as ``compare ... seeds=auto`` runs it
-  (rounds of 3 seeds per side, at most 15, alpha 0.05, all environments together);
+  (rounds of 3 seeds per side, at most 15, alpha 0.05, all environments together; ``--round-seeds``
+  and ``--max-seeds`` measure compare's ``round_seeds=`` and ``max_seeds=`` options);
 - the fixed-seed permutation test of the same statistic (one round of n seeds), for the fixed
   design of the same power: the smallest n whose power reaches the sequential test's;
 - ``seeds=N`` (the fixed-seed bootstrap verdict, ``analysis.compare.verdict_from_poi``: the
@@ -116,22 +118,22 @@ def draw(table: pd.DataFrame, label: str, n: int, rng: np.random.Generator,
 
 
 def real_study(scores: pd.DataFrame, baseline: str, candidates: list[str], comparisons: int,
-               bootstrap_comparisons: int) -> list[dict]:
+               bootstrap_comparisons: int, round_seeds: int = ROUND_SEEDS, max_seeds: int = MAX_SEEDS) -> list[dict]:
     envs = sorted(set(scores[scores["label"] == baseline]["env"]))
     rows = []
     for candidate in ["A/A"] + candidates:
         rng = np.random.default_rng(20231)
-        seq, fix, boot = [], {n: [] for n in range(ROUND_SEEDS, MAX_SEEDS + 1)}, {n: [] for n in BOOTSTRAP_SEEDS}
+        seq, fix, boot = [], {n: [] for n in range(round_seeds, max_seeds + 1)}, {n: [] for n in BOOTSTRAP_SEEDS}
         ys = seed_table(scores, baseline, envs)       # pivoted once, drawn from every comparison
         xs = ys if candidate == "A/A" else seed_table(scores, candidate, envs)
         for i in range(comparisons):
             if candidate == "A/A":
-                y, taken = draw(ys, baseline, MAX_SEEDS, rng)
-                x, _ = draw(xs, baseline, MAX_SEEDS, rng, exclude=taken)
+                y, taken = draw(ys, baseline, max_seeds, rng)
+                x, _ = draw(xs, baseline, max_seeds, rng, exclude=taken)
             else:
-                x, _ = draw(xs, candidate, MAX_SEEDS, rng)
-                y, _ = draw(ys, baseline, MAX_SEEDS, rng)
-            seq.append(sequential(x, y, seed=i))
+                x, _ = draw(xs, candidate, max_seeds, rng)
+                y, _ = draw(ys, baseline, max_seeds, rng)
+            seq.append(sequential(x, y, seed=i, round_seeds=round_seeds, max_seeds=max_seeds))
             for n in fix:
                 fix[n].append(fixed(x, y, n, seed=i))
             if i < bootstrap_comparisons:       # the bootstrap is slow (2,000 resamples a verdict)
@@ -142,19 +144,20 @@ def real_study(scores: pd.DataFrame, baseline: str, candidates: list[str], compa
     return rows
 
 
-def synthetic_study(comparisons: int, envs: int = 2) -> list[dict]:
+def synthetic_study(comparisons: int, envs: int = 2, round_seeds: int = ROUND_SEEDS,
+                    max_seeds: int = MAX_SEEDS) -> list[dict]:
     rows = []
     cases = [("normal", d) for d in (0.0, 0.5, 1.0, 2.0)] + [("heavy-tailed", d) for d in (0.0, 1.0)]
     for shape, d in cases:
         rng = np.random.default_rng(7 + int(10 * d))
-        seq, fix = [], {n: [] for n in range(ROUND_SEEDS, MAX_SEEDS + 1)}
+        seq, fix = [], {n: [] for n in range(round_seeds, max_seeds + 1)}
         for i in range(comparisons):
-            x = rng.normal(size=(envs, MAX_SEEDS)) - d      # the candidate is worse by d sd
-            y = rng.normal(size=(envs, MAX_SEEDS))
+            x = rng.normal(size=(envs, max_seeds)) - d      # the candidate is worse by d sd
+            y = rng.normal(size=(envs, max_seeds))
             if shape == "heavy-tailed":                     # a fifth of the runs fail
                 x -= 3.0 * (rng.random(x.shape) < 0.2)
                 y -= 3.0 * (rng.random(y.shape) < 0.2)
-            seq.append(sequential(x, y, seed=i))
+            seq.append(sequential(x, y, seed=i, round_seeds=round_seeds, max_seeds=max_seeds))
             for n in fix:
                 fix[n].append(fixed(x, y, n, seed=i))
         name = "A/A" if d == 0 else f"worse by {d:g} sd"
@@ -181,14 +184,14 @@ def summary(name: str, source: str, seq: list[Outcome], fix: dict[int, list[str]
     return row
 
 
-def markdown(rows: list[dict]) -> str:
+def markdown(rows: list[dict], max_seeds: int = MAX_SEEDS) -> str:
     lines = ["| comparison | source | n | `better` | `worse` | seeds/side (mean) | fixed design, same power |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         same = r["fixed_n_same_power"]
         lines.append(f"| {r['comparison']} | {r['source']} | {r['comparisons']} | {r['seq_better']:.3f} | "
                      f"{r['seq_worse']:.3f} | {r['seq_mean_seeds']:.1f} | "
-                     f"{'—' if r['comparison'].startswith('A/A') else (same if same else '> 15')} |")
+                     f"{'—' if r['comparison'].startswith('A/A') else (same if same else f'> {max_seeds}')} |")
     boot = [r for r in rows if "bootstrap_better_worse" in r]
     if boot:
         lines += ["", "| comparison (fixed seeds, bootstrap verdict) | n | "
@@ -211,7 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap-comparisons", type=int, default=200,
                         help="per row, of the seeds=N bootstrap verdict (0: skip it)")
     parser.add_argument("--no-synthetic", action="store_true")
+    parser.add_argument("--synthetic-envs", type=int, default=2, help="environments of the synthetic comparisons")
+    parser.add_argument("--round-seeds", type=int, default=ROUND_SEEDS, help="compare's round_seeds= (%(default)s)")
+    parser.add_argument("--max-seeds", type=int, default=MAX_SEEDS, help="compare's max_seeds= (%(default)s)")
     args = parser.parse_args(argv)
+    if not 1 <= args.round_seeds <= args.max_seeds:
+        parser.error(f"--round-seeds {args.round_seeds} must be between 1 and --max-seeds {args.max_seeds}")
     start = time.time()
     rows = []
     if args.pool or args.scores:
@@ -223,11 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         print("pool: " + ", ".join(f"{label} {scores[scores['label'] == label]['seed'].nunique()} seeds"
                                    for label in [args.baseline] + candidates), flush=True)
         rows += real_study(scores, args.baseline, candidates, args.comparisons,
-                           min(args.bootstrap_comparisons, args.comparisons))
+                           min(args.bootstrap_comparisons, args.comparisons), args.round_seeds, args.max_seeds)
     if not args.no_synthetic:
-        rows += synthetic_study(args.comparisons)
-    print(markdown(rows))
-    print(f"\n({time.time() - start:.0f} s; alpha = {ALPHA}, rounds of {ROUND_SEEDS} seeds up to {MAX_SEEDS})")
+        rows += synthetic_study(args.comparisons, args.synthetic_envs, args.round_seeds, args.max_seeds)
+    print(markdown(rows, args.max_seeds))
+    rounds = args.max_seeds // args.round_seeds
+    print(f"\n({time.time() - start:.0f} s; alpha = {ALPHA}, {rounds} rounds of {args.round_seeds} seeds, "
+          f"at most {rounds * args.round_seeds})")
     return 0
 
 
