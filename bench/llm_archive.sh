@@ -10,6 +10,7 @@
 # resumes what it holds unfinished from the checkpoints it carries. Before a machine goes, fold:
 #   ./run_all.sh report suite=llm_toy archive=docs/llm_toy/archive results_dir=<results_dir> \
 #       save_archive=docs/llm_toy/archive out_dir=docs/llm_toy
+# then `.venv/bin/python scripts/write_canaries.py docs/llm_toy/archive <algorithms folded>`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-results/llm_archive}"
@@ -19,3 +20,5 @@ with_archive=()
 ./run_all.sh suite=llm_toy scale=quick task=sort,keywords,add seeds=5 jobs=2 results_dir="$out" "${with_archive[@]}" report=false
 ./run_all.sh report suite=llm_toy "${with_archive[@]}" results_dir="$out" save_archive="$archive" out_dir=docs/llm_toy
 .venv/bin/python scripts/write_canaries.py "$archive"
+# the seven against each other per task: scores, compare's verdict for every pair, dynamics (issue 31)
+.venv/bin/python bench/llm_builtins_table.py "$archive" --out docs/llm_toy/table.md

@@ -97,6 +97,14 @@ def cell(table: pd.DataFrame | pd.Series, key: tuple, column: str | None = None,
     return "–" if pd.isna(value) else f"{value:.{digits}f}"
 
 
+def emit(text: str, out: Path | None) -> None:
+    """Print the tables, and write them to ``out`` where given."""
+    print(text)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results_dir", type=Path)
@@ -135,11 +143,7 @@ def main() -> None:
                 f"{m} {cell(dynamics, (parent, task), m)}" for m in DYNAMICS) + ".")
         lines.append("")
     lines.append(f"Verdicts: compare's {v['test']}" + (f", alpha = {v['alpha']}." if v.get("alpha") else "."))
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    emit("\n".join(lines), args.out)
 
 
 if __name__ == "__main__":
