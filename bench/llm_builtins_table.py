@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,22 +34,13 @@ from analysis.archive import load_archive  # noqa: E402
 from analysis.compare import compare_scores  # noqa: E402
 from analysis.load import ResultsWarning  # noqa: E402
 from analysis.scores import run_scores, scoring  # noqa: E402
+from harness.summary import mean_ci95  # noqa: E402
 from bench.llm_variants_table import DYNAMICS, TASKS, cell, emit, end_dynamics  # noqa: E402
 
 SUITE = "llm_toy"
 # the paper's order of the PPO family, then the critic-free ones
 ORDER = ("reinforce", "trpo", "ppo_clip", "ppo_kl", "grpo", "rloo", "dapo")
 MARK = {"better": " ▲", "worse": " ▼"}
-
-
-def t_interval(values: np.ndarray) -> tuple[float, float, float]:
-    """mean with Student's t 95% interval over seeds (NaN ends below 2 values)."""
-    from scipy.stats import t as student_t
-    n, mean = len(values), float(np.mean(values))
-    if n < 2:
-        return mean, math.nan, math.nan
-    half = float(student_t.ppf(0.975, n - 1) * np.std(values, ddof=1) / math.sqrt(n))
-    return mean, mean - half, mean + half
 
 
 def training_minutes(frame: pd.DataFrame) -> pd.Series:
@@ -93,8 +82,8 @@ def task_tables(scores: pd.DataFrame, dynamics: pd.DataFrame, walls: pd.Series, 
              + " | ".join(DYNAMICS) + " | training per run (min) |",
              "|---|---:|" + "---:|" * (len(DYNAMICS) + has_longer) + "---:|"]
     for a in labels:
-        mean, low, high = t_interval(here[here["label"] == a]["score"].to_numpy(dtype=float))
-        lines.append(f"| {a} | {mean:.3f} [{low:.3f}, {high:.3f}] | "
+        mean, half = mean_ci95(here[here["label"] == a]["score"].tolist())
+        lines.append(f"| {a} | {mean:.3f} [{mean - half:.3f}, {mean + half:.3f}] | "
                      + (f"{cell(longer, (a, task))} | " if has_longer else "")
                      + " | ".join(cell(dynamics, (a, task), m, 2 if m != "kl_ref" else 3) for m in DYNAMICS)
                      + f" | {cell(walls, (a, task), digits=1)} |")
