@@ -137,3 +137,23 @@ class SequentialTest:
             self._paths, self._normalization = diffs, float(self.permutations)
         else:   # each surviving path (exact or random so far) extended by one random split: same weight
             self._paths = self._paths + diffs
+
+
+def first_deciding_round(strata: int, max_seeds: int, alpha: float, fewest: int = 2) -> int:
+    """``round_seeds=auto``: the fewest runs per side and stratum in a round (at least ``fewest``)
+    with which the test can already decide after the first round.
+
+    Round 1 of n runs per side splits each stratum's 2n runs in C(2n, n) ways, C(2n, n)^strata in
+    all; the most extreme split and its mirror image are two of them, so the smallest two-sided tail
+    a boundary can cut off is 2 / C(2n, n)^strata, and round 1 may spend alpha / K, K = max_seeds // n
+    rounds (linear spending). Rounds of 2 on the paper's 7 environments (6^7 splits) can decide at
+    once; on 2 environments (36 splits) a round of 2 cannot, and rounds of 3 (400 splits) can. The
+    smallest such round is the cheapest first look at a clear difference: the error rate stays at
+    alpha whatever the round (docs/BENCHMARKS.md, "How often is the verdict wrong", measures 2 and 3).
+    ``max_seeds`` when no round up to it can decide at once."""
+    if strata < 1 or max_seeds < 1:
+        raise ValueError("a round needs at least one stratum and one seed")
+    for n in range(max(1, fewest), max_seeds + 1):
+        if 2 / math.comb(2 * n, n) ** strata <= alpha / (max_seeds // n):
+            return n
+    return max_seeds

@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
         pieces = sorted(seen.values(), key=lambda p: p["start"])
     units = plan_batches(runs, sweep.batch_runs, sweep.jobs)
     print(f"sweep {' '.join(argv)}: {len(runs)} runs, plan {plan}; planned from nothing done: "
-          f"~{estimated_minutes(sweep.suite, units, sweep.jobs):.0f} min by the planner's estimate")
+          f"~{estimated_minutes(units, sweep.jobs):.0f} min by the planner's estimate")
     if not pieces:
         print("no recorded pieces (sweeps record their wall time from core/sweeplog.py on)")
         return 1

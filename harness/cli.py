@@ -231,7 +231,7 @@ def _print_plan(sweep, runs, todo, units, in_archive=(), restored=()) -> None:
     per_algo = Counter(r.label for r in runs)
     envs = sorted({r.env for r in runs})
     jobs = max(1, min(sweep.jobs, len(units) or 1))
-    minutes = estimated_minutes(sweep.suite, units, jobs)
+    minutes = estimated_minutes(units, jobs)
     print(f"pg-arena: suite={sweep.suite} scale={sweep.scale}")
     print(f"  algorithms: {', '.join(per_algo)}")
     print(f"  environments: {', '.join(envs)}")

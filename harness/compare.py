@@ -56,12 +56,12 @@ STORED, OWN = "results_dir", "compare's folder"     # where a run that exists wa
 KEYS = {"candidate": str, "baseline": str, "suite": str, "results_dir": str, "jobs": int, "seeds": str,
         "threads": int, "reps": int, "scale": str, "env": str, "steps": int, "eval_every": int,
         "eval_episodes": int, "device": str, "allow_protocol_diff": bool, "plan": bool, "archive": str,
-        "json": str, "alpha": float, "max_seeds": int, "round_seeds": int}
+        "json": str, "alpha": float, "max_seeds": int, "round_seeds": str}
 
 USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [results_dir=results]
            [scale=smoke|quick|paper] [env=A,B] [steps=N] [seeds=N] [eval_every=N] [eval_episodes=N]
            [device=cpu] [jobs=N] [threads=N] [reps=2000] [allow_protocol_diff=false] [plan=false]
-           [archive=DIR] [json=PATH] [seeds=auto [alpha=0.05] [max_seeds=15] [round_seeds=3]]
+           [archive=DIR] [json=PATH] [seeds=auto [alpha=0.05] [max_seeds=15] [round_seeds=auto]]
 
   X and Y are labels: algo[+key=value...], e.g. ppo_clip+clip_eps=0.3 (a variant registered in
   algos/ is just its name). With any of scale= env= steps= eval_every= eval_episodes= device=, both
@@ -90,7 +90,9 @@ USAGE = """usage: ./run_all.sh compare candidate=X baseline=Y [suite=mujoco] [re
   the stored runs hold, both sides run) and applies a group-sequential permutation test after each
   (AdaStop, Mathieu et al. 2023; analysis/sequential.py): it stops at the first round where the
   difference over all environments is beyond the round's boundary (better or worse, the chance of
-  a wrong "better" or "worse" at most alpha over all rounds), or says inconclusive at max_seeds."""
+  a wrong "better" or "worse" at most alpha over all rounds), or says inconclusive at max_seeds.
+  round_seeds=auto (the default): the fewest seeds (at least 2) with which the first round can
+  already decide: 2 on the paper's 7 environments, 3 on 2, 5 on one."""
 
 
 def _parse(words: list[str]) -> dict:
@@ -119,8 +121,15 @@ def _seeds_arg(args: dict) -> int | str | None:
         raise AnalysisError(f"compare: alpha={alpha} is not valid; valid: a level in (0, 0.5), e.g. 0.05")
     if args.get("max_seeds", 15) < 2:
         raise AnalysisError(f"compare: max_seeds={args['max_seeds']} is not valid; valid: at least 2 seeds per side")
-    if args.get("round_seeds", 3) < 1:
-        raise AnalysisError(f"compare: round_seeds={args['round_seeds']} is not valid; valid: at least 1")
+    round_seeds = args.get("round_seeds", "auto")
+    if round_seeds != "auto":
+        try:
+            args["round_seeds"] = int(round_seeds)
+        except ValueError:
+            args["round_seeds"] = 0
+        if args["round_seeds"] < 1:
+            raise AnalysisError(f"compare: round_seeds={round_seeds} is not valid; valid: auto, or a number of "
+                                f"seeds >= 1")
     return "auto"
 
 
@@ -144,7 +153,7 @@ def main(argv: list[str]) -> int:
         if seeds == "auto":
             comparison = run_sequential(args["candidate"], args["baseline"], alpha=args.get("alpha", 0.05),
                                         max_seeds=args.get("max_seeds", 15),
-                                        round_seeds=args.get("round_seeds", 3), **common)
+                                        round_seeds=args.get("round_seeds", "auto"), **common)
         else:
             comparison = run_compare(args["candidate"], args["baseline"], seeds=seeds, **common)
         return 0 if comparison is None else comparison.exit_code
@@ -210,13 +219,16 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
                 measure_random: Callable[[str], dict] | None = None, protocol: dict | None = None,
                 threads: int | None = None, allow_protocol_diff: bool = False, plan: bool = False,
                 archive: str | Path | None = None, json_path: str | Path | None = None,
-                canaries: dict | None = None, seeds_exactly: bool = False) -> Comparison | None:
+                canaries: dict | None = None, seeds_exactly: bool = False,
+                environments_known: Callable[[list[str]], None] | None = None) -> Comparison | None:
     """Make sure both sides' runs exist at one protocol (see the module docstring), run the missing
     ones with ``executor`` (default ``harness.executor.run_local``), then compare the stored results.
     Raises AnalysisError on bad input or a refused protocol; nothing stored is deleted or overwritten.
     ``plan``: check everything, print the plan run by run, and return None: nothing run or written.
     ``seeds_exactly``: seeds 0..seeds-1 and no other, even where the baseline has more stored (a
-    round of ``seeds=auto``); otherwise ``seeds`` adds to the seeds the baseline's stored runs have."""
+    round of ``seeds=auto``); otherwise ``seeds`` adds to the seeds the baseline's stored runs have.
+    ``environments_known(envs)``: called with the environments compared as soon as they are known
+    (before anything is printed, checked for clashes, run or written; it may raise to stop there)."""
     out, err = out or sys.stdout, err or sys.stderr
     if candidate == baseline:
         raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")
@@ -235,7 +247,7 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
     if archive is not None:
         return _compare_with_archive(candidate, baseline, suite, root, Path(archive), jobs, seeds, reps, out, err,
                                      executor, measure_random, protocol, threads, allow_protocol_diff, plan,
-                                     json_path, {} if canaries is None else canaries)
+                                     json_path, {} if canaries is None else canaries, environments_known)
 
     if protocol:
         words = {**common, **protocol, **({"seeds": str(seeds)} if seeds else {})}
@@ -244,6 +256,8 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
         if candidate == baseline:
             raise AnalysisError(f"candidate and baseline are the same setting ({candidate})")
         wanted = {(r.env, r.seed) for r in planned_x}
+        if environments_known is not None:
+            environments_known(sorted({e for e, _ in wanted}))
         steps = planned_x[0].steps
         source = "the sweep keys " + " ".join(f"{k}={v}" for k, v in protocol.items())
         described = dataclasses.asdict(planned_y[0]) if planned_y else {}
@@ -263,6 +277,8 @@ def run_compare(candidate: str, baseline: str, suite: str = "mujoco", results_di
                   f"comparing at steps={steps:,} (its most common)", file=err)
         base = base[base["steps"] == steps]
         wanted = set(zip(base["env"], base["seed"].astype(int)))
+        if environments_known is not None:
+            environments_known(sorted(set(base["env"])))
         if seeds is not None:
             wanted = ({p for p in wanted if p[1] < seeds} if seeds_exactly else wanted) | \
                 {(e, s) for e in set(base["env"]) for s in range(seeds)}
@@ -342,7 +358,8 @@ ARCHIVED = "the archive"
 
 def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path, archive: Path, jobs, seeds, reps,
                           out: TextIO, err: TextIO, executor, measure_random, protocol: dict, threads,
-                          allow_protocol_diff: bool, plan: bool, json_path, canaries: dict) -> Comparison | None:
+                          allow_protocol_diff: bool, plan: bool, json_path, canaries: dict,
+                          environments_known: Callable[[list[str]], None] | None = None) -> Comparison | None:
     """``compare ... archive=DIR``: the baseline's runs are the archive's done runs of it (their
     resolved configs fix the protocol), only the candidate's missing runs are made, and the
     baseline's canaries (``harness/canary.py``) decide whether the archive's runs are what today's
@@ -377,6 +394,8 @@ def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path,
             raise AnalysisError(f"archive {archive} holds no done run of {baseline} on {', '.join(missing)}; "
                                 f"valid: {', '.join(envs)}")
         envs = asked
+    if environments_known is not None:
+        environments_known(list(envs))
     held = sorted({int(r["seed"]) for r in base})
     count = len(held) if seeds is None else seeds
     if held[:min(count, len(held))] != list(range(min(count, len(held)))):
@@ -671,7 +690,7 @@ def _print_plan(out: TextIO, suite: str, source: str, steps: int, wanted, sides,
         stacks = [u for u in units if len(u) > 1]
         print(f"  {sum(map(len, units))} run(s) to run in {len(units)} process(es)"
               + (f", {sum(map(len, stacks))} of them in {len(stacks)} stack(s)" if stacks else "")
-              + f"; estimated time: ~{estimated_minutes(suite, units, min(jobs, len(units))):.0f} min with "
+              + f"; estimated time: ~{estimated_minutes(units, min(jobs, len(units))):.0f} min with "
               f"jobs={min(jobs, len(units))}, {units[0][0].threads} torch thread{'s' if units[0][0].threads > 1 else ''} "
               f"per process", file=out)
 
@@ -730,25 +749,33 @@ def _run(units: list[list[RunConfig]], jobs: int, executor: Callable | None) -> 
 # ---------------------------------------------------------------------------------------
 # seeds until settled
 
-def run_sequential(candidate: str, baseline: str, alpha: float = 0.05, max_seeds: int = 15, round_seeds: int = 3,
-                   out: TextIO | None = None, json_path=None, plan: bool = False, **compare_args) -> Comparison | None:
+def run_sequential(candidate: str, baseline: str, alpha: float = 0.05, max_seeds: int = 15,
+                   round_seeds: int | str = "auto", out: TextIO | None = None, json_path=None, plan: bool = False,
+                   **compare_args) -> Comparison | None:
     """``compare ... seeds=auto``: rounds of ``round_seeds`` seeds per side and environment (the
     runs the archive or the results folder hold count), each round's missing runs made as compare
     makes them, then the group-sequential permutation test (``analysis.sequential``) on every
     environment's scores of the seeds so far. Stops at its first decision; ``inconclusive`` after
-    ``max_seeds // round_seeds`` rounds (``max_seeds`` rounded down to whole rounds). The verdict is
+    ``max_seeds // round_seeds`` rounds (``max_seeds`` rounded down to whole rounds); ``round_seeds="auto"``:
+    the fewest seeds with which round 1 can decide on the environments compared
+    (``analysis.sequential.first_deciding_round``). The verdict is
     taken on all environments together (each environment a stratum, scaled by the pooled spread of
     its first round); the per-environment rows are the last round's intervals (Welch's for X - Y,
     the bootstrap's for P(X > Y)), for reading."""
-    from analysis.sequential import SequentialTest
+    from analysis.sequential import SequentialTest, first_deciding_round
     out = out or sys.stdout
     if json_path is not None:   # refused before any round runs, not after the last
         _check_json_path(Path(json_path))
+    why = ""
+    if round_seeds == "auto":
+        strata = _environment_count(candidate, baseline, compare_args)
+        round_seeds = first_deciding_round(strata, max_seeds, alpha)
+        why = f" (round_seeds=auto: the fewest with which round 1 can decide on {strata} environment(s))"
     round_seeds = min(round_seeds, max_seeds)
     rounds = max_seeds // round_seeds
     test = SequentialTest(n=round_seeds, rounds=rounds, alpha=alpha)
     design = (f"seeds=auto: up to {rounds} round(s) of {round_seeds} seed(s) per side and environment "
-              f"(at most {rounds * round_seeds}); after each, a sequential permutation test at alpha={alpha:g} "
+              f"(at most {rounds * round_seeds}){why}; after each, a sequential permutation test at alpha={alpha:g} "
               f"(AdaStop, Mathieu et al. 2023)")
     # these lines go out with round 1's first line of plan: input that compare refuses (a missing
     # archive, the same setting twice) gets its one error line and nothing on stdout
@@ -795,6 +822,27 @@ def run_sequential(candidate: str, baseline: str, alpha: float = 0.05, max_seeds
         write_verdict_json(Path(json_path), comparison, alpha=alpha, archive=compare_args.get("archive"),
                            test=test if comparison.verdict != "identical" else None)
     return comparison
+
+
+class _EnvironmentsKnown(Exception):
+    def __init__(self, envs: list[str]):
+        super().__init__(f"{len(envs)} environment(s)")
+        self.envs = envs
+
+
+def _environment_count(candidate: str, baseline: str, compare_args: dict) -> int:
+    """How many environments compare would compare (``round_seeds=auto``): its planning up to the
+    point where they are known, then stopped there (nothing printed, run or written; bad input
+    raises here as in the round itself)."""
+    def stop(envs: list[str]) -> None:
+        raise _EnvironmentsKnown(envs)
+    args = {**compare_args, "plan": True, "json_path": None}
+    try:
+        run_compare(candidate, baseline, seeds=2, out=io.StringIO(), err=io.StringIO(), seeds_exactly=True,
+                    environments_known=stop, **args)
+    except _EnvironmentsKnown as known:
+        return len(known.envs)
+    raise AnalysisError(f"compare: could not tell which environments {candidate} and {baseline} are compared on")
 
 
 class _RoundOutput(io.TextIOBase):

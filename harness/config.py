@@ -420,7 +420,8 @@ def plan_batches(runs: list[RunConfig], batch_runs: int | None, jobs: int) -> li
     (``estimated_minutes``): whole groups (at most ``MAX_BATCH_RUNS`` a stack: the largest stacks,
     the fastest per run), or each group spread over the jobs (``ceil(n / jobs)`` a stack: smaller
     stacks that keep every core busy to the end; Table 1 on one environment). Runs keep the
-    sweep's order within a stack; the processes start largest first, so that the cores finish
+    sweep's order within a stack; the processes start longest first by the estimate
+    (``unit_seconds``: steps, stack size and the environment's weight), so that the cores finish
     together."""
     if batch_runs == 1:
         return [[r] for r in runs]
@@ -443,13 +444,13 @@ def plan_batches(runs: list[RunConfig], batch_runs: int | None, jobs: int) -> li
 
     def plan(size_of) -> list[list[RunConfig]]:
         out = [part for unit in units for part in split(unit, size_of(len(unit)))]
-        return sorted(out, key=lambda u: -sum(r.steps for r in u))   # stable: the sweep's order among equals
+        # longest first (LPT): the stacks that take longest start first, so that the cores finish together
+        return sorted(out, key=lambda u: -unit_seconds(u))   # stable: the sweep's order among equals
 
     if batch_runs is not None:
         return plan(lambda n: batch_runs)
-    suite = runs[0].suite if runs else ""
     candidates = [plan(lambda n: MAX_BATCH_RUNS), plan(lambda n: min(MAX_BATCH_RUNS, -(-n // max(1, jobs))))]
-    return min(candidates, key=lambda c: estimated_minutes(suite, c, jobs))
+    return min(candidates, key=lambda c: estimated_minutes(c, jobs))
 
 
 # Rough training speed of one run on one core of the development machine while the other core is
@@ -474,17 +475,34 @@ ESTIMATED_GROUP_SPS = {"mujoco": 10000, "atari": 170, "llm_toy": 600}
 STACK_RUN_COST = 0.24
 
 
-def estimated_minutes(suite: str, units: list[list[RunConfig]], jobs: int) -> float:
-    """The plan's wall-time estimate: each process's steps at the rate measured for its kind (a
-    lone run at ``ESTIMATED_SPS``, or ``ESTIMATED_GROUP_SPS`` for a group rollout; a stack of K
-    faster by ``STACK_RUN_COST``'s rule), spread over ``jobs`` processes in the order given, each
-    starting on the first free job."""
+# How long a run takes on each environment, relative to the suite's average (the rates above are
+# averages over environments): MuJoCo, ppo_clip's runs of docs/paper_mujoco/archive (Table 1's
+# stacks, both cores busy, 2026-12-07): HalfCheetah 18.7 min, Hopper 26.3, InvertedDoublePendulum
+# 21.4, InvertedPendulum 13.7, Reacher 16.5, Swimmer 23.9, Walker2d 37.5; each over their mean,
+# 22.6. The physics sets most of the spread (bench/physics_floor.py: Walker2d's is 5x
+# InvertedPendulum's). Other environments: 1.
+ESTIMATED_ENV_WEIGHT = {"mujoco": {"HalfCheetah-v5": 0.83, "Hopper-v5": 1.16, "InvertedDoublePendulum-v5": 0.95,
+                                   "InvertedPendulum-v5": 0.61, "Reacher-v5": 0.73, "Swimmer-v5": 1.06,
+                                   "Walker2d-v5": 1.66}}
+
+
+def unit_seconds(unit: list[RunConfig]) -> float:
+    """The estimated wall time of one process (a run, or a stack of K): its steps at the rate
+    measured for its kind (a lone run at ``ESTIMATED_SPS``, or ``ESTIMATED_GROUP_SPS`` for a group
+    rollout), a stack of K faster by ``STACK_RUN_COST``'s rule, times its environment's weight."""
     import algos
+    suite = unit[0].suite
+    lone = ESTIMATED_SPS.get(suite, 3000)
+    if algos.get(unit[0].algo).rollout == "groups":
+        lone = ESTIMATED_GROUP_SPS.get(suite, lone)
+    weight = ESTIMATED_ENV_WEIGHT.get(suite, {}).get(unit[0].env, 1.0)
+    return weight * sum(r.steps for r in unit) / (lone * len(unit) / (1 + (len(unit) - 1) * STACK_RUN_COST))
+
+
+def estimated_minutes(units: list[list[RunConfig]], jobs: int) -> float:
+    """The plan's wall-time estimate: each process's ``unit_seconds``, spread over ``jobs``
+    processes in the order given, each starting on the first free job."""
     load = [0.0] * max(1, jobs)
     for u in units:
-        lone = ESTIMATED_SPS.get(suite, 3000)
-        if algos.get(u[0].algo).rollout == "groups":
-            lone = ESTIMATED_GROUP_SPS.get(suite, lone)
-        seconds = sum(r.steps for r in u) / (lone * len(u) / (1 + (len(u) - 1) * STACK_RUN_COST))
-        load[load.index(min(load))] += seconds
+        load[load.index(min(load))] += unit_seconds(u)
     return max(load) / 60

@@ -107,7 +107,7 @@ def steps_per_update(run: RunConfig) -> int:
 def checkpoint_interval_seconds(unit: list[RunConfig]) -> float:
     """The estimated training time from one checkpoint to the next (or to the end, when sooner)
     of a task, at the plan's speed estimate (``estimated_minutes``)."""
-    total = estimated_minutes(unit[0].suite, [unit], 1) * 60
+    total = estimated_minutes([unit], 1) * 60
     run = unit[0]
     return total * min(1.0, run.checkpoint_every * steps_per_update(run) / max(1, run.steps))
 
@@ -140,8 +140,8 @@ def check_submission(sweep, units: list[list[RunConfig]]) -> None:
     if limit is not None and units:
         usable = limit - requeue_grace(limit)
         worst = max(units, key=lambda u: min(checkpoint_interval_seconds(u),
-                                             estimated_minutes(u[0].suite, [u], 1) * 60))
-        need = min(checkpoint_interval_seconds(worst), estimated_minutes(worst[0].suite, [worst], 1) * 60)
+                                             estimated_minutes([u], 1) * 60))
+        need = min(checkpoint_interval_seconds(worst), estimated_minutes([worst], 1) * 60)
         if usable < need:
             raise ConfigError(
                 f"{where} leaves ~{usable} s of training per task (the requeue signal comes "

@@ -92,6 +92,8 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(archive, tmp_path, cap
         "alpha outside (0, 0.5)": ([f"archive={archive}", "seeds=auto", "alpha=0.7"], "alpha=0.7 is not valid"),
         "alpha without seeds=auto": ([f"archive={archive}", "alpha=0.01"], "go with seeds=auto"),
         "seeds neither a number nor auto": ([f"archive={archive}", "seeds=many"], "seeds=many is not valid"),
+        "round_seeds neither a number nor auto": ([f"archive={archive}", "seeds=auto", "round_seeds=few"],
+                                                  "round_seeds=few is not valid; valid: auto"),
     }
     # the archive's refusals as seeds=auto meets them too: the one line, and nothing of the rounds said
     cases.update({f"{name}, seeds=auto": ([*words, "seeds=auto"], message) for name, (words, message) in cases.items()
@@ -135,6 +137,17 @@ def test_seeds_auto_decides_with_the_sequential_test(archive, tmp_path, capsys):
     assert code == doc["exit_code"] and doc["verdict"] in ("better", "worse", "inconclusive")
     assert doc["alpha"] == 0.1 and len(doc["rounds"]) == 1 and doc["test"].startswith("group-sequential")
     assert sorted(p.parent.parent.name for p in (tmp_path / "r").rglob("run.json")) == ["ppo_clip+lr=0.001"] * 2
+
+
+def test_round_seeds_auto_takes_the_fewest_seeds_that_can_decide_on_the_environments_compared(archive, tmp_path,
+                                                                                               capsys):
+    """The default round size follows the environments the archive's baseline has: one environment
+    needs rounds of 5 (a round of 3 has 20 splits, none rarer than 1 in 10); the plan says why."""
+    assert compare("candidate=ppo_clip+lr=0.001", "baseline=ppo_clip", f"archive={archive}", "seeds=auto",
+                   "plan=true", f"results_dir={tmp_path / 'r'}") == 0
+    text = capsys.readouterr().out
+    assert "up to 3 round(s) of 5 seed(s)" in text and "can decide on 1 environment(s)" in text
+    assert "X = ppo_clip+lr=0.001: 0 of 5 run(s) exist" in text and not (tmp_path / "r").exists()
 
 
 def test_a_canary_keeps_what_a_run_computed_not_how_fast(tmp_path):

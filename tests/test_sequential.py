@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from analysis.sequential import SequentialTest
+from analysis.sequential import SequentialTest, first_deciding_round
 
 PACKAGE = {"larger": "better", "smaller": "worse", "equal": "inconclusive", "continue": "continue"}
 
@@ -120,3 +120,21 @@ def test_random_rounds_after_an_exact_one_draw_about_b_paths():
     assert test.update(x, y) == "continue" and len(test._paths) <= 400
     test.update(x, y)
     assert test._normalization >= 10_000 and len(test._paths) >= 0.9 * 10_000
+
+
+@pytest.mark.parametrize("strata, max_seeds, alpha", [(1, 15, 0.05), (2, 15, 0.05), (7, 15, 0.05), (2, 2, 0.1),
+                                                      (3, 10, 0.01)])
+def test_round_seeds_auto_is_the_fewest_with_which_round_one_can_decide(strata, max_seeds, alpha):
+    """``round_seeds=auto``, against the test itself: with the round it picks, the most extreme first
+    round there is (every X above every Y) is decided at once; with one seed fewer (down to 2), not."""
+    def decides_at_once(n: int) -> bool:
+        rng = np.random.default_rng(0)
+        x, y = 10 + rng.random((strata, n)), rng.random((strata, n))
+        test = SequentialTest(n=n, rounds=max_seeds // n, alpha=alpha)
+        return test.update(x, y) == "better"
+    n = first_deciding_round(strata, max_seeds, alpha)
+    assert decides_at_once(n)
+    if n > 2:
+        assert not decides_at_once(n - 1)
+    assert (first_deciding_round(1, 15, 0.05), first_deciding_round(2, 15, 0.05),
+            first_deciding_round(7, 15, 0.05)) == (5, 3, 2)

@@ -366,8 +366,13 @@ def test_plan_batches_groups_what_can_stack_and_splits_it_evenly():
     assert len(by_key) == 6 and all(sum(v) == 5 and max(v) - min(v) <= 1 for v in by_key.values())
     assert stack_key(plan("/tmp/unused", "algo.diagnostics=last_epoch", algo="grpo", env="Hopper-v5")[0]) is None
     assert sorted(r.run_id for u in units for r in u) == sorted(r.run_id for r in runs)
-    sizes = [sum(r.steps for r in u) for u in units]
-    assert sizes == sorted(sizes, reverse=True)                    # the largest processes start first
+    from harness.config import ESTIMATED_ENV_WEIGHT, unit_seconds
+    sizes = [unit_seconds(u) for u in units]
+    assert sizes == sorted(sizes, reverse=True)                    # the longest processes start first
+    # longest first by environment too: of equal stacks, Walker2d's (the slowest physics) before InvertedPendulum's
+    order = [u[0].env for u in plan_batches(plan("/tmp/unused", algo="ppo_clip", seeds=2,
+                                                 env="InvertedPendulum-v5,Hopper-v5,Walker2d-v5"), None, jobs=2)]
+    assert order == ["Walker2d-v5", "Hopper-v5", "InvertedPendulum-v5"]
     # Table 1 on one environment: 24 ppo_kl and 9 ppo_clip runs spread over both jobs to the end;
     # the paper's main job: each (algorithm, environment)'s 3 seeds as one stack
     from harness.config import parse_sweep, plan_runs, split_args
@@ -381,10 +386,12 @@ def test_plan_batches_groups_what_can_stack_and_splits_it_evenly():
     from harness.config import ESTIMATED_GROUP_SPS, ESTIMATED_SPS, estimated_minutes
     ppo = next(r for r in runs if r.algo == "ppo_clip")
     grpo = [r for r in runs if r.algo == "grpo"][:2]
-    lone, group = ppo.steps / ESTIMATED_SPS["mujoco"], grpo[0].steps / ESTIMATED_GROUP_SPS["mujoco"]
+    weight = ESTIMATED_ENV_WEIGHT["mujoco"]
+    lone = ppo.steps / ESTIMATED_SPS["mujoco"] * weight[ppo.env]
+    group = grpo[0].steps / ESTIMATED_GROUP_SPS["mujoco"] * weight[grpo[0].env]
     units = [[ppo], [grpo[0]], [grpo[1]]]
-    assert estimated_minutes("mujoco", units, jobs=1) == pytest.approx((lone + 2 * group) / 60)
-    assert estimated_minutes("mujoco", units, jobs=2) == pytest.approx(max(lone, 2 * group) / 60)
+    assert estimated_minutes(units, jobs=1) == pytest.approx((lone + 2 * group) / 60)
+    assert estimated_minutes(units, jobs=2) == pytest.approx(max(lone, 2 * group) / 60)
     assert max(map(len, plan_batches(runs, 2, jobs=2))) == 2
     # numbers that may differ per run stack; an option the minibatch loop branches on does not
     a, b = plan("/tmp/unused", "algo.clip_eps=0.1", env="Hopper-v5"), plan("/tmp/unused", "algo.value_clip=true",
