@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.results import is_done  # noqa: E402
+from harness.summary import mean_ci95  # noqa: E402
 
 # GRPO (one update per batch: its ratio stays 1), DAPO, and DAPO without clip-higher on DAPO's own
 # schedule (eps_high = eps_low = 0.2): the last pair isolates the asymmetric clip from the extra updates.
@@ -37,15 +38,6 @@ def read_metrics(run_dir: Path) -> list[dict[str, float]]:
 
 def runs_of(task_dir: Path, algo: str) -> list[list[dict[str, float]]]:
     return [read_metrics(d) for d in sorted((task_dir / algo).glob("seed*")) if is_done(d)]
-
-
-def mean_ci(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95% t-interval (0 for one value)."""
-    if len(values) < 2:
-        return (values[0] if values else math.nan), 0.0
-    from scipy import stats
-    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    return statistics.mean(values), float(half)
 
 
 def window_means(rows: list[dict[str, float]], key: str) -> list[float]:
@@ -68,8 +60,8 @@ def table(task_dir: Path) -> str:
                 continue
             cells = []
             for i in range(WINDOWS):
-                m, h = mean_ci([w[i] for w in per_run])
-                cells.append(f"{m:.4f} ± {h:.4f}")
+                m, h = mean_ci95([w[i] for w in per_run])
+                cells.append(f"{m:.4f}" + ("" if math.isnan(h) else f" ± {h:.4f}"))
             lines.append(f"| {algo} | {len(runs)} | {key} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -102,7 +94,7 @@ def figure(task_dir: Path, out: Path, smooth: int = 10) -> None:
                 continue
             values = rolling_mean(np.array([[row[key] for row in r[:length]] for r in runs]), smooth)
             mean = values.mean(0)
-            half = np.array([mean_ci(list(values[:, j]))[1] for j in range(length)])
+            half = np.nan_to_num([mean_ci95(list(values[:, j]))[1] for j in range(length)])   # one run: no band
             label = f"{algo}" if key == "entropy" else f"{algo} {key.rsplit('_', 1)[1]}"
             ax.plot(steps, mean, style, color=colour, label=label)
             ax.fill_between(steps, mean - half, mean + half, color=colour, alpha=0.2)

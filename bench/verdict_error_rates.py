@@ -47,7 +47,7 @@ from analysis.compare import verdict_from_poi  # noqa: E402
 from analysis.sequential import SequentialTest  # noqa: E402
 
 ALPHA = 0.05
-ROUND_SEEDS = 3          # compare's seeds=auto defaults (harness/compare.py run_sequential)
+ROUND_SEEDS = 3          # the round compare's round_seeds=auto takes on 2 or 3 environments (analysis/sequential.py first_deciding_round)
 MAX_SEEDS = 15
 BOOTSTRAP_SEEDS = (3, 5, 10)
 

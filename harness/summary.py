@@ -39,7 +39,7 @@ SCORERS = {"last100": final_return, "final_eval": final_evaluation}
 
 
 def mean_ci95(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95% Student-t confidence interval (0 for one value)."""
+    """Mean and the half-width of its 95% Student-t confidence interval (NaN for one value: no interval)."""
     n = len(values)
     mean = sum(values) / n
     if n < 2:
