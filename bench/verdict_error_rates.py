@@ -20,8 +20,9 @@ Two sources of comparisons, each run through the exact decision rules ``compare`
 Rules measured:
 
 - ``seeds=auto``: ``analysis.sequential.SequentialTest`` as ``compare ... seeds=auto`` runs it
-  (rounds of 3 seeds per side, at most 15, alpha 0.05, all environments together; ``--round-seeds``
-  and ``--max-seeds`` measure compare's ``round_seeds=`` and ``max_seeds=`` options);
+  (rounds of 3 seeds per side, which ``round_seeds=auto`` takes on 2 or 3 environments, at most 15,
+  alpha 0.05, all environments together; ``--round-seeds`` and ``--max-seeds`` measure compare's
+  ``round_seeds=`` and ``max_seeds=`` options, e.g. rounds of 2, its choice on 7 environments);
 - the fixed-seed permutation test of the same statistic (one round of n seeds), for the fixed
   design of the same power: the smallest n whose power reaches the sequential test's;
 - ``seeds=N`` (the fixed-seed bootstrap verdict, ``analysis.compare.verdict_from_poi``: the
@@ -47,7 +48,7 @@ from analysis.compare import verdict_from_poi  # noqa: E402
 from analysis.sequential import SequentialTest  # noqa: E402
 
 ALPHA = 0.05
-ROUND_SEEDS = 3          # the round compare's round_seeds=auto takes on 2 or 3 environments (analysis/sequential.py first_deciding_round)
+ROUND_SEEDS = 3          # round_seeds=auto's round on 2 or 3 environments (first_deciding_round)
 MAX_SEEDS = 15
 BOOTSTRAP_SEEDS = (3, 5, 10)
 

@@ -123,13 +123,10 @@ def _seeds_arg(args: dict) -> int | str | None:
         raise AnalysisError(f"compare: max_seeds={args['max_seeds']} is not valid; valid: at least 2 seeds per side")
     round_seeds = args.get("round_seeds", "auto")
     if round_seeds != "auto":
-        try:
-            args["round_seeds"] = int(round_seeds)
-        except ValueError:
-            args["round_seeds"] = 0
-        if args["round_seeds"] < 1:
+        if not round_seeds.isdigit() or int(round_seeds) < 1:
             raise AnalysisError(f"compare: round_seeds={round_seeds} is not valid; valid: auto, or a number of "
                                 f"seeds >= 1")
+        args["round_seeds"] = int(round_seeds)
     return "auto"
 
 
@@ -377,7 +374,6 @@ def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path,
         records = archived_runs(archive, suite)
     except ArchiveError as exc:
         raise AnalysisError(str(exc)) from None
-    summary = load_archive(archive)     # AnalysisError where its tables are missing or unreadable
     base = [r for r in records.values() if r.get("label") == baseline and r.get("status") == "done"]
     if not base:
         have = sorted({r["label"] for r in records.values() if r.get("status") == "done" and "+" not in r["label"]})
@@ -396,6 +392,7 @@ def _compare_with_archive(candidate: str, baseline: str, suite: str, root: Path,
         envs = asked
     if environments_known is not None:
         environments_known(list(envs))
+    summary = load_archive(archive)     # AnalysisError where its tables are missing or unreadable
     held = sorted({int(r["seed"]) for r in base})
     count = len(held) if seeds is None else seeds
     if held[:min(count, len(held))] != list(range(min(count, len(held)))):
