@@ -183,6 +183,62 @@ def test_generation_logp_equals_the_training_pass(sort_env):
     assert torch.equal(logp_train[rollout.mask == 0], torch.zeros(int((rollout.mask == 0).sum())))
 
 
+def _generate_every_row(model, prompts, max_new, pad, eos, generator):
+    """The reference: the KV-cache loop over every row at every step (no prompt pass shared by a
+    group, no finished rows dropped), stopping when every row has ended."""
+    prompts, _ = trim_left_padding(prompts, prompts.shape[1], pad)
+    N = len(prompts)
+    attn = (prompts != pad).long()
+    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=prompts, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
+    cache, pos = out.past_key_values, pos[:, -1:] + 1
+    responses = torch.full((N, max_new), pad, dtype=prompts.dtype)
+    logps, lengths = torch.zeros(N, max_new), torch.full((N,), max_new)
+    done = torch.zeros(N, dtype=torch.bool)
+    for t in range(max_new):
+        logits = torch.log_softmax(out.logits[:, -1].float(), -1)
+        u = torch.rand(logits.shape, generator=generator)
+        token = (logits - torch.log(-torch.log(u))).argmax(-1)
+        live = ~done                                  # this step's token is attended to
+        for i in range(N):
+            if done[i]:
+                token[i] = pad
+            else:
+                responses[i, t], logps[i, t] = token[i], logits[i, token[i]]
+                if token[i] == eos:
+                    lengths[i], done[i] = t + 1, True
+        if bool(done.all()) or t == max_new - 1:
+            break
+        attn = torch.cat([attn, live.long().unsqueeze(1)], 1)
+        out = model(input_ids=token.unsqueeze(1), attention_mask=attn, position_ids=pos, use_cache=True,
+                    past_key_values=cache, logits_to_keep=1)
+        cache, pos = out.past_key_values, pos + 1
+    return responses, lengths, logps
+
+
+@pytest.mark.parametrize("distinct, group", [(16, 8), (2, 8), (64, 1), (3, 1)])
+def test_generation_equals_the_loop_over_every_row_bit_for_bit(sort_env, distinct, group):
+    """Generation runs a group's shared prompt once and drops finished rows from the batch; each
+    row's tokens, length and log-probabilities are those of the plain loop over every row, bit for
+    bit, and the generator ends in the same state (the same uniforms drawn). Also with fewer
+    distinct prompts or rows than the sharing and dropping need (the plain path then)."""
+    agent = sort_env.new_agent()
+    tok = sort_env.tokenizer
+    from suites.llm_toy.warmstart import encode_prompts
+    texts = sort_env.task.prompts(np.random.default_rng(2), distinct, "train")
+    ids = encode_prompts(tok, [p for p in texts for _ in range(group)], sort_env.prompt_len)
+    with torch.no_grad():
+        agent.policy.lm_head.weight[tok.eos_id] += 1.0     # lengths from 1 token to the limit
+        a, b = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+        got = generate(agent.policy, ids, 12, tok.pad_id, tok.eos_id, generator=a, bf16=False)
+        want = _generate_every_row(agent.policy, ids, 12, tok.pad_id, tok.eos_id, b)
+    lengths = want[1]
+    assert int(lengths.min()) < int(lengths.max()), "the test needs rows that end at different steps"
+    for x, y in zip(got, want):
+        assert torch.equal(x, y)
+    assert torch.equal(a.get_state(), b.get_state())
+
+
 def test_trim_left_padding_drops_the_columns_every_row_pads():
     pad = 0
     rng = np.random.default_rng(0)

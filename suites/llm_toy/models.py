@@ -266,6 +266,20 @@ def bradley_terry_loss(chosen: Tensor, rejected: Tensor) -> Tensor:
     return -nn.functional.logsigmoid(chosen - rejected).mean()
 
 
+# Matrix products on 1-3 rows take another kernel than on more rows, whose last bits differ (torch
+# 2.13 on the CPU: F.linear on rows [:m] of a batch equals the batch's rows bit for bit for m >= 4).
+COMPACT_MIN_ROWS = 4
+
+
+def cache_rows(cache, rows: Tensor):
+    """The KV cache of the batch's ``rows`` only: a transformers ``Cache`` (reordered in place), or
+    the legacy tuple of per-layer (key, value) tensors of transformers 4.x."""
+    if hasattr(cache, "reorder_cache"):
+        cache.reorder_cache(rows)
+        return cache
+    return tuple(tuple(t.index_select(0, rows) for t in layer) for layer in cache)
+
+
 @torch.no_grad()
 def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int, eos_id: int,
              generator: torch.Generator | None = None, greedy: bool = False, bf16: bool = True
@@ -285,34 +299,59 @@ def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int
     extra = {"logits_to_keep": 1} if _accepts(type(model), "logits_to_keep") else {}
     attn = (prompts != pad_id).long()
     positions = (attn.cumsum(-1) - 1).clamp(min=0)
+    # A group of completions (GRPO, RLOO: 8 per prompt) repeats its prompt: the prompt's pass runs
+    # once per distinct prompt, and its KV cache and next-token logits are copied to the group's
+    # rows (the same bits as one pass over every row, from COMPACT_MIN_ROWS distinct rows up).
+    distinct, copies = torch.unique(prompts, dim=0, return_inverse=True)
+    once = COMPACT_MIN_ROWS <= len(distinct) < N
+    first = distinct if once else prompts
+    first_attn = (first != pad_id).long()
     with autocast_for(model, bf16):
-        out = model(input_ids=prompts, attention_mask=attn, position_ids=positions, use_cache=True, **extra)
+        out = model(input_ids=first, attention_mask=first_attn, position_ids=(first_attn.cumsum(-1) - 1).clamp(min=0),
+                    use_cache=True, **extra)
     cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    last_logits = out.logits[:, -1]
+    if once:
+        cache, last_logits = cache_rows(cache, copies), last_logits[copies]
     next_pos = positions[:, -1:] + 1
     responses = torch.full((N, max_new_tokens), pad_id, dtype=prompts.dtype, device=device)
     logps = torch.zeros((N, max_new_tokens), device=device)
-    done = torch.zeros(N, dtype=torch.bool, device=device)
     lengths = torch.full((N,), max_new_tokens, dtype=torch.long, device=device)
+    rows = torch.arange(N, device=device)      # the rows still in the model's batch (and cache), in order
+    done = torch.zeros(N, dtype=torch.bool, device=device)
     for t in range(max_new_tokens):
-        logits = torch.log_softmax(out.logits[:, -1].float(), -1)
+        logits = torch.log_softmax(last_logits.float(), -1)
         if greedy:
             token = logits.argmax(-1)
         else:
-            u = torch.rand(logits.shape, generator=generator, device=device)
+            # the uniforms of every row, finished or not: each row's draws do not depend on when others end
+            u = torch.rand((N, logits.shape[1]), generator=generator, device=device)[rows]
             token = (logits - torch.log(-torch.log(u))).argmax(-1)
         live = ~done
         token = torch.where(live, token, torch.full_like(token, pad_id))
-        responses[:, t] = token
-        logps[:, t] = torch.where(live, logits.gather(1, token.unsqueeze(1)).squeeze(1), torch.zeros((), device=device))
+        responses[rows, t] = token
+        logps[rows, t] = torch.where(live, logits.gather(1, token.unsqueeze(1)).squeeze(1), torch.zeros((), device=device))
         ended = live & (token == eos_id)
-        lengths = torch.where(ended, torch.full_like(lengths, t + 1), lengths)
+        lengths[rows] = torch.where(ended, torch.full_like(ended, t + 1, dtype=torch.long), lengths[rows])
         done = done | ended
         if t == max_new_tokens - 1 or bool(done.all()):
             break
         attn = torch.cat([attn, live.long().unsqueeze(1)], dim=1)
+        if 4 * int(done.sum()) >= len(rows) and len(rows) > COMPACT_MIN_ROWS:
+            # A quarter of the batch has ended: drop those rows from the batch and the KV cache, so
+            # the remaining steps run on the live rows only (one long completion would otherwise
+            # keep every finished row in every matmul to the length limit). At least
+            # COMPACT_MIN_ROWS stay, finished ones filling up: a row's numbers are then the same bits
+            # as in the whole batch (tested).
+            keep = (~done).nonzero().squeeze(1)
+            if len(keep) < COMPACT_MIN_ROWS:
+                keep = torch.cat([keep, done.nonzero().squeeze(1)[: COMPACT_MIN_ROWS - len(keep)]]).sort().values
+            rows, token, attn, next_pos, done = rows[keep], token[keep], attn[keep], next_pos[keep], done[keep]
+            cache = cache_rows(cache, keep)
         with autocast_for(model, bf16):
             out = model(input_ids=token.unsqueeze(1), attention_mask=attn, position_ids=next_pos,
                         use_cache=True, **{cache_kw: cache}, **extra)
         cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        last_logits = out.logits[:, -1]
         next_pos = next_pos + 1
     return responses, lengths, logps
