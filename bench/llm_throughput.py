@@ -20,6 +20,7 @@ time is excluded from the wall times. Settings are matched to TRL's defaults:
 | learning rate        | --lr, constant (set here; TRL's default is linear decay) | --lr, constant |
 | logged KL / entropy  | from the training forward pass    | diagnostics=last_epoch (same; no extra pass) |
 | reward               | 1 if exact answer then EOS (read from completion_ids: TRL strips EOS from the text) | same (suite.missing_eos_score=none) |
+| generation           | transformers' generate over the 128 rows | a group's prompt run once, finished rows dropped (the same tokens) |
 
 Practicalities with TRL on a CPU (seen on this machine): ``use_cpu=True`` and ``bf16=False``,
 one torch thread (two busy threads with another process running were 20-60x slower).

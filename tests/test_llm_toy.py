@@ -239,6 +239,22 @@ def test_generation_equals_the_loop_over_every_row_bit_for_bit(sort_env, distinc
     assert torch.equal(a.get_state(), b.get_state())
 
 
+def test_cache_rows_selects_and_repeats_rows_of_either_cache_form():
+    from transformers import DynamicCache
+    from suites.llm_toy.models import cache_rows
+    keys = [torch.randn(3, 2, 5, 4) for _ in range(2)]
+    values = [torch.randn(3, 2, 5, 4) for _ in range(2)]
+    rows = torch.tensor([2, 0, 0, 1])
+    legacy = cache_rows(tuple(zip(keys, values)), rows)
+    cache = DynamicCache()
+    for layer, (k, v) in enumerate(zip(keys, values)):
+        cache.update(k, v, layer)
+    cache = cache_rows(cache, rows)
+    for layer, (k, v) in enumerate(zip(keys, values)):
+        assert torch.equal(legacy[layer][0], k[rows]) and torch.equal(legacy[layer][1], v[rows])
+        assert torch.equal(cache.layers[layer].keys, k[rows]) and torch.equal(cache.layers[layer].values, v[rows])
+
+
 def test_trim_left_padding_drops_the_columns_every_row_pads():
     pad = 0
     rng = np.random.default_rng(0)

@@ -282,15 +282,18 @@ def cache_rows(cache, rows: Tensor):
 
 @torch.no_grad()
 def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int, eos_id: int,
-             generator: torch.Generator | None = None, greedy: bool = False, bf16: bool = True
-             ) -> tuple[Tensor, Tensor, Tensor]:
+             generator: torch.Generator | None = None, greedy: bool = False, bf16: bool = True,
+             share_prompts: bool = True, drop_finished: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """Batched sampling at temperature 1 with the KV cache.
 
     ``prompts [N, P]`` left-padded. Returns ``responses [N, max_new_tokens]`` (PAD after the
     first EOS), ``lengths [N]`` (EOS included) and ``logp [N, max_new_tokens]``, the
     log-probabilities of the sampled tokens as generation saw them (0 on padding).
     Sampling is Gumbel-max on uniforms from ``generator``: an exact draw from
-    ``softmax(logits)``, reproducible from the generator's state.
+    ``softmax(logits)``, reproducible from the generator's state. ``share_prompts``: a prompt that
+    several rows repeat runs through the model once; ``drop_finished``: finished rows leave the
+    batch. Neither changes a bit of the result (False, False: the plain loop over every row, for
+    ``bench/llm_generation.py``).
     """
     device = next(model.parameters()).device
     prompts, _ = trim_left_padding(prompts.to(device), prompts.shape[1], pad_id)
@@ -302,7 +305,7 @@ def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int
     # A group of completions (GRPO, RLOO: 8 per prompt) repeats its prompt: the prompt's pass runs
     # once per distinct prompt, and its KV cache and next-token logits are copied to the group's
     # rows (the same bits as one pass over every row, from COMPACT_MIN_ROWS distinct rows up).
-    distinct, copies = torch.unique(prompts, dim=0, return_inverse=True)
+    distinct, copies = torch.unique(prompts, dim=0, return_inverse=True) if share_prompts else (prompts, None)
     once = COMPACT_MIN_ROWS <= len(distinct) < N
     first = distinct if once else prompts
     first_attn = (first != pad_id).long()
@@ -337,7 +340,7 @@ def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int
         if t == max_new_tokens - 1 or bool(done.all()):
             break
         attn = torch.cat([attn, live.long().unsqueeze(1)], dim=1)
-        if 4 * int(done.sum()) >= len(rows) and len(rows) > COMPACT_MIN_ROWS:
+        if drop_finished and 4 * int(done.sum()) >= len(rows) and len(rows) > COMPACT_MIN_ROWS:
             # A quarter of the batch has ended: drop those rows from the batch and the KV cache, so
             # the remaining steps run on the live rows only (one long completion would otherwise
             # keep every finished row in every matmul to the length limit). At least
