@@ -42,9 +42,11 @@ def main() -> None:
     p.add_argument("--task", nargs="+", default=["sort", "add"])
     p.add_argument("--batches", type=int, default=60)
     args = p.parse_args()
+    if args.batches <= WARMUP:
+        p.error(f"--batches must exceed the {WARMUP} untimed warm-up batches")
     torch.set_num_threads(1)
     suite, cfg = LLMToySuite(), LLMToyConfig()
-    print("| task | generation | ms per batch | vs the plain loop | mean / longest response |")
+    print("| task | generation | ms per batch | vs the plain loop | response: mean / batch's longest, averaged |")
     print("|---|---|---:|---:|---:|")
     for task in args.task:
         env = suite.make_env(task, cfg)

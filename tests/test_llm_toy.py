@@ -183,9 +183,10 @@ def test_generation_logp_equals_the_training_pass(sort_env):
     assert torch.equal(logp_train[rollout.mask == 0], torch.zeros(int((rollout.mask == 0).sum())))
 
 
-def _generate_every_row(model, prompts, max_new, pad, eos, generator):
+def _generate_every_row(model, prompts, max_new, pad, eos, generator, greedy=False):
     """The reference: the KV-cache loop over every row at every step (no prompt pass shared by a
     group, no finished rows dropped), stopping when every row has ended."""
+    from suites.llm_toy.models import _cache_kwarg
     prompts, _ = trim_left_padding(prompts, prompts.shape[1], pad)
     N = len(prompts)
     attn = (prompts != pad).long()
@@ -197,8 +198,11 @@ def _generate_every_row(model, prompts, max_new, pad, eos, generator):
     done = torch.zeros(N, dtype=torch.bool)
     for t in range(max_new):
         logits = torch.log_softmax(out.logits[:, -1].float(), -1)
-        u = torch.rand(logits.shape, generator=generator)
-        token = (logits - torch.log(-torch.log(u))).argmax(-1)
+        if greedy:
+            token = logits.argmax(-1)
+        else:
+            u = torch.rand(logits.shape, generator=generator)
+            token = (logits - torch.log(-torch.log(u))).argmax(-1)
         live = ~done                                  # this step's token is attended to
         for i in range(N):
             if done[i]:
@@ -211,48 +215,76 @@ def _generate_every_row(model, prompts, max_new, pad, eos, generator):
             break
         attn = torch.cat([attn, live.long().unsqueeze(1)], 1)
         out = model(input_ids=token.unsqueeze(1), attention_mask=attn, position_ids=pos, use_cache=True,
-                    past_key_values=cache, logits_to_keep=1)
+                    logits_to_keep=1, **{_cache_kwarg(type(model)): cache})
         cache, pos = out.past_key_values, pos + 1
     return responses, lengths, logps
 
 
-@pytest.mark.parametrize("distinct, group", [(16, 8), (2, 8), (64, 1), (3, 1)])
-def test_generation_equals_the_loop_over_every_row_bit_for_bit(sort_env, distinct, group):
+@pytest.mark.parametrize("distinct, group, greedy, eos_bias", [(16, 8, False, 1.0), (2, 8, False, 1.0),
+                                                               (3, 8, False, 1.0), (16, 1, False, 0.5),
+                                                               (8, 1, False, 0.5), (3, 1, False, 1.0),
+                                                               (16, 8, True, 1.0)])
+def test_generation_equals_the_loop_over_every_row_bit_for_bit(sort_env, monkeypatch, distinct, group, greedy,
+                                                                eos_bias):
     """Generation runs a group's shared prompt once and drops finished rows from the batch; each
     row's tokens, length and log-probabilities are those of the plain loop over every row, bit for
     bit, and the generator ends in the same state (the same uniforms drawn). Also with fewer
     distinct prompts or rows than the sharing and dropping need (the plain path then)."""
+    import suites.llm_toy.models as models
     agent = sort_env.new_agent()
     tok = sort_env.tokenizer
     from suites.llm_toy.warmstart import encode_prompts
     texts = sort_env.task.prompts(np.random.default_rng(2), distinct, "train")
     ids = encode_prompts(tok, [p for p in texts for _ in range(group)], sort_env.prompt_len)
+    selections = []                                    # the row counts the cache was cut or copied to
+    real_cache_rows = models.cache_rows
+    monkeypatch.setattr(models, "cache_rows",
+                        lambda cache, rows: selections.append(len(rows)) or real_cache_rows(cache, rows))
     with torch.no_grad():
-        agent.policy.lm_head.weight[tok.eos_id] += 1.0     # lengths from 1 token to the limit
+        agent.policy.lm_head.weight[tok.eos_id] += eos_bias  # lengths from 1 token to the limit
         a, b = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
-        got = generate(agent.policy, ids, 12, tok.pad_id, tok.eos_id, generator=a, bf16=False)
-        want = _generate_every_row(agent.policy, ids, 12, tok.pad_id, tok.eos_id, b)
+        got = generate(agent.policy, ids, 12, tok.pad_id, tok.eos_id, generator=a, greedy=greedy, bf16=False)
+        want = _generate_every_row(agent.policy, ids, 12, tok.pad_id, tok.eos_id, b, greedy=greedy)
     lengths = want[1]
     assert int(lengths.min()) < int(lengths.max()), "the test needs rows that end at different steps"
     for x, y in zip(got, want):
         assert torch.equal(x, y)
     assert torch.equal(a.get_state(), b.get_state())
+    N = len(ids)
+    shared = distinct >= models.COMPACT_MIN_ROWS and group > 1
+    assert (selections[:1] == [N]) == shared                         # the prompt pass copied to the rows
+    drops = selections[1:] if shared else selections
+    if N > models.COMPACT_MIN_ROWS:
+        assert drops and all(n < N for n in drops), selections       # finished rows left the batch
+    else:
+        assert not selections
+    if (distinct, group) in ((3, 8), (16, 1), (8, 1)):                 # down to the fewest rows
+        assert drops[-1] == models.COMPACT_MIN_ROWS, selections
+
+
+def _layer_kv(cache, layer):
+    if hasattr(cache, "layers"):                     # transformers 5
+        return cache.layers[layer].keys, cache.layers[layer].values
+    return cache.key_cache[layer], cache.value_cache[layer]
 
 
 def test_cache_rows_selects_and_repeats_rows_of_either_cache_form():
     from transformers import DynamicCache
-    from suites.llm_toy.models import cache_rows
+    from suites.llm_toy.models import cache_rows, rows_selectable
     keys = [torch.randn(3, 2, 5, 4) for _ in range(2)]
     values = [torch.randn(3, 2, 5, 4) for _ in range(2)]
     rows = torch.tensor([2, 0, 0, 1])
-    legacy = cache_rows(tuple(zip(keys, values)), rows)
+    legacy = tuple(zip(keys, values))
     cache = DynamicCache()
     for layer, (k, v) in enumerate(zip(keys, values)):
         cache.update(k, v, layer)
-    cache = cache_rows(cache, rows)
+    assert rows_selectable(legacy) and rows_selectable(cache)
+    assert not rows_selectable(tuple(torch.randn(3, 5, 8) for _ in range(2)))   # one fused tensor a layer
+    legacy, cache = cache_rows(legacy, rows), cache_rows(cache, rows)
     for layer, (k, v) in enumerate(zip(keys, values)):
         assert torch.equal(legacy[layer][0], k[rows]) and torch.equal(legacy[layer][1], v[rows])
-        assert torch.equal(cache.layers[layer].keys, k[rows]) and torch.equal(cache.layers[layer].values, v[rows])
+        got_k, got_v = _layer_kv(cache, layer)
+        assert torch.equal(got_k, k[rows]) and torch.equal(got_v, v[rows])
 
 
 def test_trim_left_padding_drops_the_columns_every_row_pads():

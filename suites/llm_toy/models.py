@@ -267,13 +267,25 @@ def bradley_terry_loss(chosen: Tensor, rejected: Tensor) -> Tensor:
 
 
 # Matrix products on 1-3 rows take another kernel than on more rows, whose last bits differ (torch
-# 2.13 on the CPU: F.linear on rows [:m] of a batch equals the batch's rows bit for bit for m >= 4).
+# 2.13 on the CPU, one thread: F.linear on rows [:m] of a batch equals the batch's rows bit for bit
+# for m >= 4; with more threads other row counts split the work otherwise too).
 COMPACT_MIN_ROWS = 4
 
 
+def rows_selectable(cache) -> bool:
+    """Whether ``cache_rows`` can take rows of this KV cache: a transformers ``Cache``, or the legacy
+    tuple of per-layer (key, value) tensors with the batch first (not, e.g., GPT-BigCode's fused
+    one-tensor layers of transformers 4.x)."""
+    if hasattr(cache, "reorder_cache"):
+        return True
+    return isinstance(cache, tuple) and all(
+        isinstance(layer, tuple) and len(layer) == 2 and all(isinstance(t, Tensor) and t.dim() == 4 for t in layer)
+        for layer in cache)
+
+
 def cache_rows(cache, rows: Tensor):
-    """The KV cache of the batch's ``rows`` only: a transformers ``Cache`` (reordered in place), or
-    the legacy tuple of per-layer (key, value) tensors of transformers 4.x."""
+    """The KV cache of the batch's ``rows`` only (``rows_selectable``): a transformers ``Cache``
+    (reordered in place), or the legacy tuple of per-layer (key, value) tensors."""
     if hasattr(cache, "reorder_cache"):
         cache.reorder_cache(rows)
         return cache
@@ -292,8 +304,10 @@ def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int
     Sampling is Gumbel-max on uniforms from ``generator``: an exact draw from
     ``softmax(logits)``, reproducible from the generator's state. ``share_prompts``: a prompt that
     several rows repeat runs through the model once; ``drop_finished``: finished rows leave the
-    batch. Neither changes a bit of the result (False, False: the plain loop over every row, for
-    ``bench/llm_generation.py``).
+    batch (both where the model's cache allows, ``rows_selectable``). On the CPU with one torch
+    thread (the suite's runs beside others; its canaries; the tests) neither changes a bit of the
+    result for a dense model; elsewhere, floating-point rounding at most. False, False: the plain
+    loop over every row (``bench/llm_generation.py``).
     """
     device = next(model.parameters()).device
     prompts, _ = trim_left_padding(prompts.to(device), prompts.shape[1], pad_id)
@@ -313,6 +327,12 @@ def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int
         out = model(input_ids=first, attention_mask=first_attn, position_ids=(first_attn.cumsum(-1) - 1).clamp(min=0),
                     use_cache=True, **extra)
     cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    selectable = rows_selectable(cache)
+    if once and not selectable:     # a cache whose rows cannot be copied: every row's prompt after all
+        once = False
+        with autocast_for(model, bf16):
+            out = model(input_ids=prompts, attention_mask=attn, position_ids=positions, use_cache=True, **extra)
+        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
     last_logits = out.logits[:, -1]
     if once:
         cache, last_logits = cache_rows(cache, copies), last_logits[copies]
@@ -340,7 +360,7 @@ def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int
         if t == max_new_tokens - 1 or bool(done.all()):
             break
         attn = torch.cat([attn, live.long().unsqueeze(1)], dim=1)
-        if drop_finished and 4 * int(done.sum()) >= len(rows) and len(rows) > COMPACT_MIN_ROWS:
+        if drop_finished and selectable and 4 * int(done.sum()) >= len(rows) and len(rows) > COMPACT_MIN_ROWS:
             # A quarter of the batch has ended: drop those rows from the batch and the KV cache, so
             # the remaining steps run on the live rows only (one long completion would otherwise
             # keep every finished row in every matmul to the length limit). At least
