@@ -70,6 +70,19 @@ def test_a_changed_loss_is_refused_by_the_canary_and_allowed_only_when_asked(arc
     assert doc["protocol"]["overridden"] and any("NOT what today's code makes" in n for n in doc["notes"])
 
 
+def test_check_canaries_says_identical_and_names_what_a_changed_loss_moved(archive, monkeypatch, capsys):
+    import scripts.check_canaries as check_canaries
+    assert check_canaries.main([str(archive)]) == 0
+    out = capsys.readouterr().out
+    assert f"ppo_clip on {ENV}: identical" in out and "0 of 1 canaries moved" in out
+    original = PPOClip.objective
+    monkeypatch.setattr(PPOClip, "objective", lambda self, *a, **k: 2 * original(self, *a, **k))
+    assert check_canaries.main([str(archive), "ppo_clip"]) == 1
+    assert f"ppo_clip on {ENV}: MOVED: " in capsys.readouterr().out
+    assert check_canaries.main([str(archive), "trpo"]) == 2
+    assert "holds no canary of trpo; it holds ppo_clip" in capsys.readouterr().err
+
+
 def test_bad_input_is_one_line_exit_2_and_nothing_written(archive, tmp_path, capsys):
     corrupt = tmp_path / "corrupt"
     shutil.copytree(archive, corrupt)
