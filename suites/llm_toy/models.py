@@ -272,6 +272,11 @@ def bradley_terry_loss(chosen: Tensor, rejected: Tensor) -> Tensor:
 COMPACT_MIN_ROWS = 4
 
 
+def _cache_of(out):
+    """The KV cache a model returned (``cache`` in newer transformers, ``past_key_values`` before)."""
+    return getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+
+
 def rows_selectable(cache) -> bool:
     """Whether ``cache_rows`` can take rows of this KV cache: a transformers ``Cache``, or the legacy
     tuple of per-layer (key, value) tensors with the batch first (not, e.g., GPT-BigCode's fused
@@ -321,18 +326,19 @@ def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int
     # rows (the same bits as one pass over every row, from COMPACT_MIN_ROWS distinct rows up).
     distinct, copies = torch.unique(prompts, dim=0, return_inverse=True) if share_prompts else (prompts, None)
     once = COMPACT_MIN_ROWS <= len(distinct) < N
-    first = distinct if once else prompts
-    first_attn = (first != pad_id).long()
-    with autocast_for(model, bf16):
-        out = model(input_ids=first, attention_mask=first_attn, position_ids=(first_attn.cumsum(-1) - 1).clamp(min=0),
-                    use_cache=True, **extra)
-    cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+
+    def prompt_pass(rows: Tensor):
+        mask = (rows != pad_id).long()
+        with autocast_for(model, bf16):
+            out = model(input_ids=rows, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+                        use_cache=True, **extra)
+        return out, _cache_of(out)
+
+    out, cache = prompt_pass(distinct if once else prompts)
     selectable = rows_selectable(cache)
     if once and not selectable:     # a cache whose rows cannot be copied: every row's prompt after all
         once = False
-        with autocast_for(model, bf16):
-            out = model(input_ids=prompts, attention_mask=attn, position_ids=positions, use_cache=True, **extra)
-        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        out, cache = prompt_pass(prompts)
     last_logits = out.logits[:, -1]
     if once:
         cache, last_logits = cache_rows(cache, copies), last_logits[copies]
@@ -355,7 +361,7 @@ def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int
         responses[rows, t] = token
         logps[rows, t] = torch.where(live, logits.gather(1, token.unsqueeze(1)).squeeze(1), torch.zeros((), device=device))
         ended = live & (token == eos_id)
-        lengths[rows] = torch.where(ended, torch.full_like(ended, t + 1, dtype=torch.long), lengths[rows])
+        lengths[rows[ended]] = t + 1
         done = done | ended
         if t == max_new_tokens - 1 or bool(done.all()):
             break
@@ -374,7 +380,7 @@ def generate(model: nn.Module, prompts: Tensor, max_new_tokens: int, pad_id: int
         with autocast_for(model, bf16):
             out = model(input_ids=token.unsqueeze(1), attention_mask=attn, position_ids=next_pos,
                         use_cache=True, **{cache_kw: cache}, **extra)
-        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        cache = _cache_of(out)
         last_logits = out.logits[:, -1]
         next_pos = next_pos + 1
     return responses, lengths, logps
