@@ -17,7 +17,6 @@ import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional as F
 from torch.distributions import Categorical
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -25,6 +24,7 @@ from core.agent import RunningMeanStd
 from core.distributions import DiagGaussian
 from core.errors import ConfigError
 from suites.base import Scale, Suite
+from suites.stacked_mlp import ACTIVATIONS, stacked_mlp
 
 _VERSION = operator.attrgetter("_version")
 # Fused Adam updates parameters without bumping their version counters, so the snapshot's
@@ -43,7 +43,6 @@ PAPER_ENVS = ("HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "Inver
               "Reacher-v5", "Swimmer-v5", "Walker2d-v5")
 
 
-ACTIVATIONS = ("tanh", "relu")
 INITS = ("normc", "orthogonal", "default")
 
 
@@ -104,20 +103,12 @@ def mlp(sizes: list[int], activation: str, init: str, out_gain: float) -> nn.Seq
     return nn.Sequential(*layers)
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """``F.linear``, but an output of width 1 as ``stacked_linear`` computes it (an elementwise
-    product summed over the input): a lone agent's numbers are a stacked agent's, so the update's
-    first ratio is exactly 1 on the collected log-probabilities also for a one-action policy."""
-    if weight.shape[0] == 1:
-        return (x * weight[0]).sum(-1, keepdim=True) + bias
-    return F.linear(x, weight, bias)
-
-
-def run_mlp(net: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
-    """``net(x)`` with its Linear layers computed by ``linear``."""
-    for module in net:
-        x = linear(x, module.weight, module.bias) if isinstance(module, nn.Linear) else module(x)
-    return x
+def run_mlp(net: nn.Sequential, x: torch.Tensor, activation: str) -> torch.Tensor:
+    """``net(x)`` as ``stacked_mlp`` computes it for a stack of one: a lone agent's numbers are a
+    stacked agent's (the update's first ratio is exactly 1 on the collected log-probabilities)."""
+    params = [p.unsqueeze(0) for m in net if isinstance(m, nn.Linear) for p in (m.weight, m.bias)]
+    out = stacked_mlp(x.reshape(1, -1, x.shape[-1]), params, activation)
+    return out.reshape(*x.shape[:-1], out.shape[-1])
 
 
 class MLPAgent(nn.Module):
@@ -132,6 +123,7 @@ class MLPAgent(nn.Module):
         act_dim = int(np.prod(action_space.shape)) if self.continuous else int(action_space.n)
         hidden = list(cfg.hidden_sizes)
         self.obs_norm = RunningMeanStd((obs_dim,), clip=cfg.obs_clip) if cfg.obs_norm else None
+        self.activation = cfg.activation
         self.policy_net = mlp([obs_dim, *hidden, act_dim], cfg.activation, cfg.init, out_gain=0.01)
         self.value_net = mlp([obs_dim, *hidden, 1], cfg.activation, cfg.init, out_gain=1.0)
         if self.continuous:
@@ -145,7 +137,7 @@ class MLPAgent(nn.Module):
         return self.obs_norm(obs) if self.obs_norm is not None else obs
 
     def dist(self, obs: torch.Tensor):
-        out = run_mlp(self.policy_net, self._features(obs))
+        out = run_mlp(self.policy_net, self._features(obs), self.activation)
         if self.continuous:
             # Without autograd this is a snapshot (pi_old in TRPO's line search): it must not
             # follow later in-place changes of the log-std parameter.
@@ -154,7 +146,7 @@ class MLPAgent(nn.Module):
         return Categorical(logits=out)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
-        return run_mlp(self.value_net, self._features(obs)).squeeze(-1)
+        return run_mlp(self.value_net, self._features(obs), self.activation).squeeze(-1)
 
     def policy_parameters(self) -> list[nn.Parameter]:
         params = list(self.policy_net.parameters())
@@ -276,28 +268,12 @@ class MLPAgent(nn.Module):
         return actor
 
 
-def stacked_linear(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """K Linear layers at once: ``h`` ``[K, B, in]``, ``weight`` ``[K, out, in]`` (torch's layout),
-    ``bias`` ``[K, out]``; run k's rows are ``h[k] @ weight[k].T + bias[k]``.
-
-    Bitwise the same for run k whatever K and whichever runs share the stack (forward and
-    backward; tests/test_invariance.py): ``baddbmm`` computes each slice as the lone product when
-    ``out >= 2``, but an output of width 1 (the value head; the policy of a one-action
-    environment) takes another kernel for K >= 2 than for K = 1 (differences ~1e-6 forward, ~1e-7
-    in the weight's gradient, torch 2.13, CPU). Width 1 is an elementwise product summed over the
-    input instead: a reduction over each row's own contiguous inputs, the same for every K, and
-    no slower (one thread, Hopper's value net: within the noise of a loaded machine)."""
-    if weight.shape[1] == 1:
-        return (h * weight).sum(-1, keepdim=True) + bias.unsqueeze(1)
-    return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
-
-
 class StackedMLPAgent(nn.Module):
     """K ``MLPAgent`` of one shape as one model (the batched engine, ``algos/stack.py``).
 
     Parameter ``name`` of run k is row k of ``self.stacked[name]`` (``[K, *shape]``), in the
     order of ``MLPAgent.parameters()``; a Linear layer's weights keep torch's ``[out, in]``
-    layout, read transposed by ``baddbmm``. Inputs carry the run first: ``dist(obs)`` with
+    layout (``suites/stacked_mlp.py`` computes the K networks). Inputs carry the run first: ``dist(obs)`` with
     ``obs`` ``[K, ..., obs_dim]`` gives run k's policy on ``obs[k]``. The observation statistics
     are each run's, frozen for the update (they change only between updates, as alone).
     """
@@ -316,7 +292,7 @@ class StackedMLPAgent(nn.Module):
                         for n in self.names}
         self._layers = {net: [(f"{net}.{i}.weight", f"{net}.{i}.bias") for i, m in enumerate(getattr(first, net))
                               if isinstance(m, nn.Linear)] for net in ("policy_net", "value_net")}
-        self._act = torch.tanh if isinstance(first.policy_net[1], nn.Tanh) else torch.relu
+        self.activation = first.activation
         if first.obs_norm is not None:
             scales = [a.obs_norm._scale(torch.float32) for a in agents]
             self._norm = (torch.stack([m for m, _ in scales]), torch.stack([s for _, s in scales]), first.obs_norm.clip)
@@ -345,14 +321,9 @@ class StackedMLPAgent(nn.Module):
         return torch.clamp((obs - self._per_run(mean, dims)) * self._per_run(inv_std, dims), -clip, clip)
 
     def _mlp(self, net: str, x: torch.Tensor) -> torch.Tensor:
-        lead = x.shape[1:-1]
-        h = x.reshape(self.num_runs, -1, x.shape[-1])
-        layers = self._layers[net]
-        for i, (w, b) in enumerate(layers):
-            h = stacked_linear(h, self.stacked[w], self.stacked[b])
-            if i < len(layers) - 1:
-                h = self._act(h)
-        return h.reshape(self.num_runs, *lead, h.shape[-1])
+        h = stacked_mlp(x.reshape(self.num_runs, -1, x.shape[-1]),
+                        [self.stacked[n] for layer in self._layers[net] for n in layer], self.activation)
+        return h.reshape(*x.shape[:-1], h.shape[-1])
 
     def dist(self, obs: torch.Tensor) -> DiagGaussian:
         loc = self._mlp("policy_net", self._features(obs))
