@@ -88,7 +88,7 @@ class PPOClip(Algorithm):
         clip_eps = per_run([p[2] for p in prepared], like=advantages, dims=2)
         out = clipped_epochs(stack, stack.batch, advantages=advantages, returns=returns,
                              **cls.loss_terms(stack.algos, clip_eps, stack.optimizers["optimizer"], stack.agent.parameters(),
-                                              stack.batch.num_steps, stack.agent))
+                                              stack.batch, stack.agent))
         stack.write_back()
         return [run.finish(batch, out_k)
                 for run, batch, out_k in zip(stack.algos, batches, split_metrics(out, len(stack)))]
@@ -106,26 +106,29 @@ class PPOClip(Algorithm):
         return advantages, returns, clip_eps
 
     @classmethod
-    def loss_terms(cls, runs: list["PPOClip"], clip_eps, optimizer, params, num_steps: int, agent) -> dict:
-        """The arguments of ``clipped_epochs`` for the runs of a stack, ``agent`` their stacked agent:
-        the options they share as they are, the numbers of ``per_run_options`` as per-run tensors."""
+    def loss_terms(cls, runs: list["PPOClip"], clip_eps, optimizer, params, batch, agent) -> dict:
+        """The arguments of ``clipped_epochs`` for the runs of a stack, ``agent`` their stacked agent
+        and ``batch`` their batches: the options they share as they are, the numbers of
+        ``per_run_options`` as per-run tensors, and the per-step tensors the penalty reads."""
         cfg = runs[0].cfg   # the options the runs of a stack share
+        penalty, penalty_steps = cls.penalty_term(runs, agent, batch)
 
         def coef(name: str):
             return per_run([getattr(r.cfg, name) for r in runs], like=clip_eps)
         return dict(
             objective=partial(runs[0].objective, clip_eps=clip_eps), aggregation="token-mean", by="step",
-            num_epochs=cfg.num_epochs, num_minibatches=max(1, math.ceil(num_steps / cfg.minibatch_size)),
+            num_epochs=cfg.num_epochs, num_minibatches=max(1, math.ceil(batch.num_steps / cfg.minibatch_size)),
             optimizer=optimizer, params=params, max_grad_norm=cfg.max_grad_norm,
-            clip=(clip_eps, clip_eps) if cls.clipped else None, penalty=cls.penalty_term(runs, agent),
+            clip=(clip_eps, clip_eps) if cls.clipped else None, penalty=penalty,
             vf_coef=coef("vf_coef"), value_clip_eps=clip_eps if cfg.value_clip else None,
             ent_coef=coef("ent_coef"), minibatch_adv_norm=cfg.adv_norm == "minibatch",
-            diagnostics=cfg.diagnostics)
+            diagnostics=cfg.diagnostics) | penalty_steps
 
     @classmethod
-    def penalty_term(cls, runs: list["PPOClip"], agent) -> Callable | None:
-        """A term added after aggregation, or None (PPO-KL: beta * KL[pi_old, pi])."""
-        return None
+    def penalty_term(cls, runs: list["PPOClip"], agent, batch) -> tuple[Callable | None, dict]:
+        """A term added after aggregation, or None (PPO-KL: beta * KL[pi_old, pi]), and the per-step
+        tensors it reads from each minibatch (cut from ``batch``'s steps as the minibatches are)."""
+        return None, {}
 
     def finish(self, batch, out: dict[str, float]) -> dict[str, float]:
         return self.finish_update(out | self.end_epochs(batch, out))

@@ -21,6 +21,7 @@ from algos.base import Metrics, check_choice, check_positive, check_range
 from algos.stack import any_nonzero, per_run
 from algos.losses import KL_ESTIMATORS, aggregate, importance_surrogate, kl_estimate
 from algos.ppo_clip import PPOClip, PPOClipConfig
+from core.distributions import DiagGaussian
 
 
 @dataclass
@@ -55,20 +56,27 @@ class PPOKL(PPOClip):
         return importance_surrogate(logp, mb["logp_old"], mb["advantages"])
 
     @classmethod
-    def penalty_term(cls, runs, agent):
+    def penalty_term(cls, runs, agent, batch):
         """``beta * E[KL[pi_old, pi]]`` (None when every run's beta is 0: no penalty). ``agent``:
-        the runs' stacked agent, whose frozen copy is the stacked pi_old."""
+        the runs' stacked agent, whose frozen copy is the stacked pi_old. A Gaussian pi_old with a
+        state-independent std is its means: computed once on the batch and cut into minibatches
+        with it (``old_loc``), not once per minibatch and epoch."""
         beta = per_run([r.beta for r in runs], like=next(iter(agent.parameters())))
         if not any_nonzero(beta):
-            return None
-        old_policy = agent.frozen_copy()
-        return partial(kl_penalty, beta=beta, old_policy=old_policy, estimator=runs[0].cfg.kl_estimator)
+            return None, {}
+        old_policy, estimator = agent.frozen_copy(), runs[0].cfg.kl_estimator
+        old_of, per_step = (lambda mb: old_policy.dist(mb["obs"])), {}
+        if estimator == "analytic" and getattr(agent, "state_independent_gaussian", False):
+            with torch.no_grad():
+                whole = old_policy.dist(batch.stacked("obs"))
+            old_of, per_step = (lambda mb: DiagGaussian(mb["old_loc"], whole.log_std)), {"old_loc": whole.loc}
+        return partial(kl_penalty, beta=beta, old_of=old_of, estimator=estimator), per_step
 
     def end_epochs(self, batch, metrics):
         with torch.no_grad():
             dist = self.agent.dist(batch.obs)
-            kl = kl_old_new(self.old_policy, self.cfg.kl_estimator, batch.obs, dist, dist.log_prob(batch.actions),
-                            batch.logp_old)
+            kl = kl_old_new(lambda: self.old_policy.dist(batch.obs), self.cfg.kl_estimator, dist,
+                            dist.log_prob(batch.actions), batch.logp_old)
             d = float(aggregate(kl, batch.mask, "token-mean"))
         beta_used = self.beta
         if self.cfg.adaptive:
@@ -86,19 +94,19 @@ class PPOKL(PPOClip):
         self.beta = state["beta"]
 
 
-def kl_old_new(old_policy, estimator: str, obs, dist, logp, logp_old):
-    """Per-step KL[pi_old(.|s), pi(.|s)], ``dist`` being pi(.|s)."""
+def kl_old_new(old_dist, estimator: str, dist, logp, logp_old):
+    """Per-step KL[pi_old(.|s), pi(.|s)], ``dist`` being pi(.|s) and ``old_dist()`` pi_old(.|s)
+    (called only for the closed form)."""
     if estimator == "analytic":
         with torch.no_grad():
-            old = old_policy.dist(obs)
+            old = old_dist()
         return kl_divergence(old, dist)
-    # samples were drawn from pi_old: estimate KL(pi_old || pi) with pi_old as the sampler
     return kl_estimate(logp_old, logp, estimator)
 
 
-def kl_penalty(dist, logp, mb, metrics: Metrics, beta, old_policy, estimator: str):
-    """``beta * E[KL[pi_old, pi]]`` over the minibatch (eq. 8's penalty)."""
-    kl = aggregate(kl_old_new(old_policy, estimator, mb["obs"], dist, logp, mb["logp_old"]), mb["mask"], "token-mean")
+def kl_penalty(dist, logp, mb, metrics: Metrics, beta, old_of, estimator: str):
+    """``beta * E[KL[pi_old, pi]]`` over the minibatch (eq. 8's penalty); ``old_of(mb)``: pi_old there."""
+    kl = aggregate(kl_old_new(lambda: old_of(mb), estimator, dist, logp, mb["logp_old"]), mb["mask"], "token-mean")
     metrics.add(kl_penalty=kl)
     return beta * kl
 

@@ -278,6 +278,9 @@ class StackedMLPAgent(nn.Module):
     are each run's, frozen for the update (they change only between updates, as alone).
     """
 
+    # the policy is a DiagGaussian whose std is per run, not per state: pi_old is its means (PPO-KL)
+    state_independent_gaussian = True
+
     def __init__(self, agents: list[MLPAgent]):
         super().__init__()
         first = agents[0]

@@ -6,6 +6,7 @@ and updates copies of them twice: alone (``algo.update``) and stacked
 parameters after the update must agree to 1e-5 relative (a batched matrix product sums in
 another order than a lone one: not bit-identical)."""
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -156,6 +157,32 @@ def test_a_stacked_update_is_each_runs_own_update(case):
             assert algo_t.beta == algo_a.beta
             checked_beta = True
     assert checked_beta or name != "ppo_kl"
+
+
+def test_ppo_kl_takes_pi_olds_means_once_and_they_are_each_minibatchs_own():
+    # a Gaussian pi_old with a state-independent std is its means: computed on the whole batch once
+    # and cut with the minibatches, they must be pi_old's forward pass on the minibatch's steps
+    cls, runs = _runs("ppo_kl", [{}, {"kl_target": 0.03}, {"kl_coef": 3.0, "adaptive": False}])
+    suite = suites.get("mujoco")
+    stack = RunStack([a for _, a, _ in runs], suite.stack_agents([g for g, _, _ in runs]), [b for _, _, b in runs])
+    penalty, per_step = cls.penalty_term(stack.algos, stack.agent, stack.batch)
+    old_loc = per_step["old_loc"]                       # [K, T, N, act]
+    obs = stack.batch.stacked("obs")
+    steps = torch.randperm(obs.shape[1] * obs.shape[2], generator=torch.Generator().manual_seed(0))[:64]
+    mb = {"obs": obs.flatten(1, 2)[:, steps].unsqueeze(2), "old_loc": old_loc.flatten(1, 2)[:, steps].unsqueeze(2),
+          "mask": None, "logp_old": None}
+    with torch.no_grad():
+        direct = stack.agent.frozen_copy().dist(mb["obs"])
+    assert _close(mb["old_loc"], direct.loc, rtol=1e-5, atol=1e-6)
+    from algos.base import Metrics
+    with torch.no_grad():   # at theta = theta_old the penalty is 0 (to rounding)
+        term = penalty(stack.agent.dist(mb["obs"]), None, mb, Metrics())
+    assert term.shape == (3,) and float(term.abs().max()) < 1e-9
+    # a sampled estimate reads the log-probabilities only: nothing is computed on the batch
+    k3 = [copy.copy(a) for a in stack.algos]
+    for a in k3:
+        a.cfg = dataclasses.replace(a.cfg, kl_estimator="k3")
+    assert cls.penalty_term(k3, stack.agent, stack.batch)[1] == {}
 
 
 def test_stacked_minibatches_are_each_runs_own_minibatches():
