@@ -16,14 +16,18 @@
 # goes, fold its runs into the archive and commit it:
 #   ./run_all.sh report archive=docs/paper_mujoco/archive results_dir=<results_dir> \
 #       save_archive=docs/paper_mujoco/archive out_dir=docs/paper_mujoco
+# A remake by another engine names a new archive folder: until its first piece is folded there is
+# none, and the sweeps run from the results folder alone (an older engine's runs are not its runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-results}"
 archive="${2:-docs/paper_mujoco/archive}"
-sweep() { ./run_all.sh suite=mujoco "$@" jobs=2 results_dir="$out" archive="$archive" report=false; }
+held=()
+[ -e "$archive/archive.json" ] && held=(archive="$archive")
+sweep() { ./run_all.sh suite=mujoco "$@" jobs=2 results_dir="$out" "${held[@]}" report=false; }
 sweep grid=table1
 sweep
 sweep algo=ppo_clip algo.lr_anneal=false algo.clip_anneal=false
 sweep algo=ppo_kl algo.adaptive=false algo.kl_coef=0.0 algo.lr_anneal=false algo.clip_anneal=false
-./run_all.sh report archive="$archive" results_dir="$out" save_archive="$archive" out_dir=docs/paper_mujoco
+./run_all.sh report "${held[@]}" results_dir="$out" save_archive="$archive" out_dir=docs/paper_mujoco
 .venv/bin/python scripts/write_canaries.py "$archive"

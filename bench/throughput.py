@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# this tree's code, also where the environment's editable install points at another checkout
+sys.path.insert(0, str(ROOT))
 
 # Stable-Baselines3 PPO at the PPO paper's MuJoCo settings (Table 3), SB3's own defaults
 # otherwise; pg-arena set to the same (SB3: orthogonal init, no observation normalisation,
