@@ -101,6 +101,7 @@ def kl_old_new(old_dist, estimator: str, dist, logp, logp_old):
         with torch.no_grad():
             old = old_dist()
         return kl_divergence(old, dist)
+    # samples were drawn from pi_old: estimate KL(pi_old || pi) with pi_old as the sampler
     return kl_estimate(logp_old, logp, estimator)
 
 

@@ -136,9 +136,8 @@ class StackedMLP(torch.autograd.Function):
                 wanted.insert(0, x)
             grads = torch.autograd.grad(_autograd_forward(x, params, ctx.activation), wanted, grad, create_graph=True)
             return (None, *([] if ctx.needs_input_grad[1] else [None]), *grads)
-        # contiguous: autograd hands over an expanded or strided gradient depending on which terms
-        # reached the output (a penalty with a coefficient of 0 for this run or none at all), and
-        # a product's last bits depend on its operands' layout
+        # contiguous: the products below then see one layout whatever the loss made of the output
+        # (a broadcast gradient is strided), and their kernels were checked for that layout
         grads = _backward(grad.contiguous(), inputs, params, ctx.activation, ctx.needs_input_grad[1])
         return (None, *grads)
 
