@@ -11,21 +11,22 @@ activation's derivative), with each weight gradient's product taken in whichever
 is the faster kernel (``(h^T g)^T`` for a narrow input: 22 against 88 us for the first layer of
 a stack of 12 Hopper networks on one CPU thread). Second derivatives (TRPO's Fisher-vector
 products: ``create_graph=True``) recompute the forward with torch's differentiable operations
-and let autograd take the gradient (``_autograd_forward``).
+and let autograd take the gradient (``_forward(..., differentiable=True)``).
 
 Why tanh through the logistic function: ``torch.tanh`` on the CPU (torch 2.13) costs ~125 us on a
 ``[12, 64, 64]`` tensor, ``torch.sigmoid`` ~21 us; ``tanh(z) = 2 sigmoid(2z) - 1`` to 1.8e-7
 absolute (float32; ``torch.tanh`` 3e-8), its derivative ``1 - tanh(z)^2`` as before.
 
 Bitwise the same for run k whatever K and whichever runs share the stack (forward and backward;
-tests/test_invariance.py, tests/test_layers.py): every kernel here gives run k's slice the bits
+tests/test_invariance.py, tests/test_stacked_mlp.py): every kernel here gives run k's slice the bits
 of the lone product, checked on this CPU for K up to 16, one thread:
 
 - a Linear layer of output width 1 (the value head; a one-action policy) is an elementwise
   product summed over the input (``baddbmm`` of width 1 takes another kernel for K >= 2 than for
   K = 1: ~1e-6 apart); its weight gradient likewise sums elementwise products over the rows;
-- an output of width 2-8 (the policy heads) is ``(W h^T)^T`` (2-3x faster than ``baddbmm``
-  there), except for a single row, where ``baddbmm`` is the invariant kernel;
+- an output of width 2-8 (the policy heads) is ``(W h^T)^T`` (forward ~21 against ~60 us in
+  ``baddbmm`` for Hopper's 3-wide head on a stack of 12), except for a single row, where
+  ``baddbmm`` is the invariant kernel;
 - the elementwise activations see whole SIMD blocks only when a run's slice of a hidden layer
   is a multiple of 32 floats (any hidden width that is a multiple of 32, as the paper's 64): a
   tensor's last partial block takes the scalar path, whose last bits differ.
@@ -39,37 +40,23 @@ ACTIVATIONS = ("tanh", "relu")
 NARROW_OUTPUT = 8   # output widths 2..NARROW_OUTPUT are computed as (W h^T)^T
 
 
-def linear(h: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
-    """K Linear layers at once: ``h`` ``[K, B, in]``, ``weight`` ``[K, out, in]``, ``bias`` ``[K, out]``."""
+def linear(h: Tensor, weight: Tensor, bias: Tensor, narrow: bool = True) -> Tensor:
+    """K Linear layers at once: ``h`` ``[K, B, in]``, ``weight`` ``[K, out, in]``, ``bias`` ``[K, out]``.
+    ``narrow=False``: ``baddbmm`` also for outputs of width 2..``NARROW_OUTPUT`` (what autograd
+    differentiates twice; see ``StackedMLP.backward``)."""
     out = weight.shape[1]
     if out == 1:
         return (h * weight).sum(-1, keepdim=True) + bias.unsqueeze(1)
-    if out <= NARROW_OUTPUT and h.shape[1] > 1:
+    if narrow and out <= NARROW_OUTPUT and h.shape[1] > 1:
         return torch.bmm(weight, h.transpose(1, 2)).transpose(1, 2) + bias.unsqueeze(1)
     return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
 
 
-def _activate_(z: Tensor, activation: str) -> Tensor:
-    """The activation, in place on a fresh pre-activation (no autograd)."""
+def _activate(z: Tensor, activation: str, differentiable: bool) -> Tensor:
+    """The activation; in place on a fresh pre-activation unless ``differentiable`` (the same numbers)."""
     if activation == "tanh":
-        return torch.sigmoid(z.mul_(2), out=z).mul_(2).sub_(1)
-    return z.relu_()
-
-
-def _autograd_forward(x: Tensor, params: tuple[Tensor, ...], activation: str) -> Tensor:
-    """The same network through torch's differentiable operations (``baddbmm`` for every output
-    wider than 1), for autograd to differentiate twice: the kernels its second derivatives then
-    take give each run the same bits at any K (tests/test_invariance.py's TRPO runs)."""
-    h, last = x, len(params) // 2 - 1
-    for i in range(last + 1):
-        weight, bias = params[2 * i], params[2 * i + 1]
-        if weight.shape[1] == 1:
-            h = (h * weight).sum(-1, keepdim=True) + bias.unsqueeze(1)
-        else:
-            h = torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
-        if i < last:
-            h = torch.sigmoid(h * 2) * 2 - 1 if activation == "tanh" else torch.relu(h)
-    return h
+        return torch.sigmoid(z * 2) * 2 - 1 if differentiable else torch.sigmoid(z.mul_(2), out=z).mul_(2).sub_(1)
+    return torch.relu(z) if differentiable else z.relu_()
 
 
 def _activation_backward(grad: Tensor, out: Tensor, activation: str) -> Tensor:
@@ -79,14 +66,17 @@ def _activation_backward(grad: Tensor, out: Tensor, activation: str) -> Tensor:
     return torch.ops.aten.threshold_backward(grad, out, 0)   # grad where out > 0
 
 
-def _forward(x: Tensor, params: tuple[Tensor, ...], activation: str):
-    """The output and each layer's input (``x``, then the hidden activations)."""
+def _forward(x: Tensor, params: tuple[Tensor, ...], activation: str, differentiable: bool = False):
+    """The output and each layer's input (``x``, then the hidden activations). ``differentiable``:
+    through torch's differentiable operations, ``baddbmm`` for every output wider than 1, for
+    autograd to differentiate twice: the kernels its second derivatives then take give each run the
+    same bits at any K (tests/test_invariance.py's TRPO runs)."""
     inputs, h = [x], x
     last = len(params) // 2 - 1
     for i in range(last + 1):
-        h = linear(h, params[2 * i], params[2 * i + 1])
+        h = linear(h, params[2 * i], params[2 * i + 1], narrow=not differentiable)
         if i < last:
-            h = _activate_(h, activation)
+            h = _activate(h, activation, differentiable)
             inputs.append(h)
     return h, inputs
 
@@ -134,7 +124,8 @@ class StackedMLP(torch.autograd.Function):
             x, wanted = inputs[0], list(params)
             if ctx.needs_input_grad[1]:
                 wanted.insert(0, x)
-            grads = torch.autograd.grad(_autograd_forward(x, params, ctx.activation), wanted, grad, create_graph=True)
+            out, _ = _forward(x, params, ctx.activation, differentiable=True)
+            grads = torch.autograd.grad(out, wanted, grad, create_graph=True)
             return (None, *([] if ctx.needs_input_grad[1] else [None]), *grads)
         # contiguous: the products below then see one layout whatever the loss made of the output
         # (a broadcast gradient is strided), and their kernels were checked for that layout
